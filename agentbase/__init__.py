@@ -1,0 +1,42 @@
+"""AgentBase: a context database for AI agents in one SQLite file.
+
+Memories, resources, skills, sessions and retrieval traces, found by FTS5 BM25 + vector search + entity tags fused
+with reciprocal rank fusion. Start with :class:`AgentBase` (async) or :class:`SyncAgentBase` (blocking).
+"""
+
+from .config import Settings, load_settings
+from .engine import AgentBase
+from .errors import (AgentBaseError, ConfigError, DimensionMismatchError, EmbeddingError, MissingDependencyError,
+                     NotFoundError, SchemaVersionError, StorageError, UsageError, ValidationError)
+from .models import ContextType, Entry, HistoryEvent, Message, Scope, SearchResult, Session, Trace, TraceStep
+from .retrieval.filters import Filters
+from .sync import SyncAgentBase
+
+__version__ = "0.1.0"
+
+__all__ = sorted([
+    "AgentBase",
+    "AgentBaseError",
+    "ConfigError",
+    "ContextType",
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "Entry",
+    "Filters",
+    "HistoryEvent",
+    "Message",
+    "MissingDependencyError",
+    "NotFoundError",
+    "SchemaVersionError",
+    "Scope",
+    "SearchResult",
+    "Session",
+    "Settings",
+    "StorageError",
+    "SyncAgentBase",
+    "Trace",
+    "TraceStep",
+    "UsageError",
+    "ValidationError",
+    "load_settings",
+])

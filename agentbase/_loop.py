@@ -1,0 +1,90 @@
+"""The loop-thread bridge: one background event loop owns every engine connection.
+
+Async calls made from any other loop are forwarded with ``asyncio.run_coroutine_threadsafe`` and awaited through
+``asyncio.wrap_future``; sync calls block on the same future. So the same engine works from plain scripts, from
+inside ``async def main()`` (where a sync adapter call would otherwise hit "event loop is running"), and from
+several threads. Library code never calls ``asyncio.run()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+from .errors import UsageError
+
+__all__ = ["EngineLoop", "bridged", "engine_loop"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class EngineLoop:
+    """A daemon thread running an asyncio event loop forever."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="agentbase-engine", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def in_loop_thread(self) -> bool:
+        """True when called from the engine loop's own thread."""
+        return threading.current_thread() is self._thread
+
+    async def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the engine loop from any loop (directly if already on it)."""
+        if self.in_loop_thread():
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def run_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the engine loop and block until it finishes.
+
+        Raises:
+            UsageError: called from the engine loop's own thread (it would deadlock).
+        """
+        if self.in_loop_thread():
+            coro.close()
+            raise UsageError("a sync AgentBase method was called from the engine's own event loop; "
+                             "await the async method instead")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+
+_lock = threading.Lock()
+_engine: EngineLoop | None = None
+
+
+def engine_loop() -> EngineLoop:
+    """Return the process-wide engine loop, starting it on first use."""
+    global _engine
+    with _lock:
+        if _engine is None:
+            _engine = EngineLoop()
+        return _engine
+
+
+def bridged(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Decorate an ``async`` method so it always executes on the engine loop.
+
+    The undecorated coroutine function stays reachable as ``wrapper.__wrapped__`` (used by the sync facade).
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return await engine_loop().run_async(fn(*args, **kwargs))
+
+    return wrapper
+
+
+@atexit.register
+def _shutdown() -> None:  # pragma: no cover - interpreter exit
+    if _engine is not None:
+        _engine.loop.call_soon_threadsafe(_engine.loop.stop)

@@ -1,0 +1,294 @@
+"""The ``agentbase`` command line (Typer + Rich). Every command takes ``--db`` and most take ``--json``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import AgentBaseError
+
+app = typer.Typer(help="AgentBase: a context database for AI agents in one SQLite file.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+session_app = typer.Typer(help="Conversation sessions.", no_args_is_help=True)
+import_app = typer.Typer(help="Import benchmark conversations (one session per haystack/LoCoMo session).",
+                         no_args_is_help=True)
+app.add_typer(session_app, name="session")
+app.add_typer(import_app, name="import")
+
+console = Console()
+err = Console(stderr=True)
+
+DbOpt = typer.Option("agentbase.db", "--db", help="Database file.", envvar="AGENTBASE_DB")
+JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+EmbOpt = typer.Option(None, "--embedder", help="Embedder provider: local, onnx, openai, hash, none.")
+
+
+def _db(path: str, embedder: str | None = None) -> Any:
+    from .engine import AgentBase
+
+    return AgentBase(path, embedder=embedder) if embedder else AgentBase(path)
+
+
+def _run(coro: Any) -> Any:
+    try:
+        return asyncio.run(coro)
+    except AgentBaseError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+def _out(obj: Any, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(obj, default=str, ensure_ascii=False, indent=2) + "\n")
+    else:
+        console.print(obj)
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(mode="json") if hasattr(model, "model_dump") else model
+
+
+@app.command()
+def init(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Create (or upgrade) the database file and print its facts."""
+    async def go() -> Any:
+        async with _db(db) as ab:
+            return await ab.stats()
+    _out(_run(go()), as_json)
+
+
+@app.command()
+def add(content: str, db: str = DbOpt, category: str = "fact", tag: list[str] = typer.Option([], "--tag"),
+        user_id: Optional[str] = None, agent_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
+    """Add a memory."""
+    async def go() -> Any:
+        async with _db(db) as ab:
+            e = await ab.add_memory(content, category=category, tags=tag, user_id=user_id, agent_id=agent_id)
+            await ab.flush(timeout=60)
+            return e
+    e = _run(go())
+    _out(_dump(e), as_json) if as_json else console.print(f"added {e.id}")
+
+
+@app.command()
+def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-k"), user_id: Optional[str] = None,
+         mode: str = "hybrid", embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
+    """Search the database."""
+    async def go() -> Any:
+        async with _db(db, embedder) as ab:
+            return await ab.find(query, top_k=top_k, user_id=user_id, mode=mode)
+    results = _run(go())
+    if as_json:
+        _out([_dump(r) for r in results], True)
+        return
+    table = Table("score", "matched_by", "category", "text", "id")
+    for r in results:
+        table.add_row(f"{r.score:.3f}", r.matched_by, r.entry.category, r.text[:100], r.entry.id[:8])
+    console.print(table)
+    if results and results[0].trace_id:
+        console.print(f"trace: {results[0].trace_id}")
+
+
+@app.command()
+def get(entry_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Show one entry."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.get(entry_id)
+    e = _run(go())
+    if e is None:
+        err.print(f"entry {entry_id} not found")
+        raise typer.Exit(1)
+    _out(_dump(e), as_json)
+
+
+@app.command()
+def delete(entry_id: str, db: str = DbOpt) -> None:
+    """Delete one entry from every index."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.delete(entry_id)
+    if not _run(go()):
+        err.print(f"entry {entry_id} not found")
+        raise typer.Exit(1)
+    console.print(f"deleted {entry_id}")
+
+
+@app.command()
+def stats(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Counts, driver, vector engine and embedder."""
+    async def go() -> Any:
+        async with _db(db) as ab:
+            return await ab.stats()
+    _out(_run(go()), as_json)
+
+
+@app.command()
+def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt) -> None:
+    """Rebuild FTS and re-embed every entry with the configured embedder."""
+    async def go() -> Any:
+        async with _db(db, embedder) as ab:
+            out = await ab.reindex()
+            with _progress() as prog:
+                task = prog.add_task("embedding", total=out["jobs"])
+                while True:
+                    left = await ab.flush(timeout=2)
+                    prog.update(task, completed=out["jobs"] - left)
+                    if left == 0:
+                        break
+            return out
+    _out(_run(go()), False)
+
+
+@app.command()
+def trace(trace_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Show a retrieval trace: each step with latency and candidate counts."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.get_trace(trace_id)
+    t = _run(go())
+    if as_json:
+        _out(_dump(t), True)
+        return
+    _print_trace(t)
+
+
+def _print_trace(t: Any) -> None:
+    table = Table("step", "ms", "in", "out", "details", title=f"trace {t.id} ({t.total_ms:.1f} ms)")
+    for s in t.steps:
+        details = {k: v for k, v in s.details.items() if k != "why"}
+        table.add_row(s.name, f"{s.latency_ms:.2f}", str(s.candidates_in), str(s.candidates_out),
+                      json.dumps(details, ensure_ascii=False, default=str)[:80])
+    console.print(table)
+    if t.degrade_reason:
+        console.print(f"[yellow]degraded:[/yellow] {t.degrade_reason}")
+
+
+@session_app.command("create")
+def session_create(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                   session_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
+    """Create a session and print its id."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.create_session(session_id=session_id, user_id=user_id, agent_id=agent_id)
+    s = _run(go())
+    _out(_dump(s), True) if as_json else console.print(s.id)
+
+
+@session_app.command("add-message")
+def session_add_message(session_id: str, role: str, content: str, db: str = DbOpt, name: Optional[str] = None,
+                        as_json: bool = JsonOpt) -> None:
+    """Append a message to a session."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.add_message(session_id, role, content, name=name)
+    m = _run(go())
+    _out(_dump(m), True) if as_json else console.print(f"{m.id} seq={m.seq}")
+
+
+@session_app.command("commit")
+def session_commit(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Commit a session into memories (zero LLM calls)."""
+    async def go() -> Any:
+        async with _db(db) as ab:
+            out = await ab.commit_session(session_id)
+            await ab.flush(timeout=120)
+            return out
+    _out(_run(go()), as_json)
+
+
+@session_app.command("show")
+def session_show(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Show a session and its messages."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.get_session(session_id), await ab.get_messages(session_id)
+    s, msgs = _run(go())
+    if s is None:
+        err.print(f"session {session_id} not found")
+        raise typer.Exit(1)
+    if as_json:
+        _out({"session": _dump(s), "messages": [_dump(m) for m in msgs]}, True)
+        return
+    console.print(f"session {s.id} ({s.status}, user={s.user_id}, {len(msgs)} messages)")
+    for m in msgs:
+        console.print(f"  {m.seq:>4} {m.name or m.role}: {m.content[:120]}")
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err)
+
+
+async def _ingest_all(ab: Any, convs: list[Any]) -> dict[str, int]:
+    from .datasets import ingest_conversation
+
+    total = {"sessions": 0, "messages": 0, "entries": 0}
+    with _progress() as prog:
+        task = prog.add_task("ingest", total=sum(len(c.sessions) for c in convs))
+        for c in convs:
+            for s in c.sessions:
+                sub = type(c)(c.conversation_id, [s], [], c.user_id)
+                counts = await ingest_conversation(ab, sub)
+                for k in total:
+                    total[k] += counts[k]
+                prog.advance(task)
+        pending = await ab.flush(timeout=0)
+        jt = prog.add_task("embed", total=pending or 1)
+        while pending:
+            pending = await ab.flush(timeout=1)
+            prog.update(jt, completed=(prog.tasks[jt].total or 0) - pending)
+        prog.update(jt, completed=prog.tasks[jt].total)
+    return total
+
+
+@import_app.command("longmemeval")
+def import_longmemeval(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help="Questions to import."),
+                       embedder: Optional[str] = EmbOpt) -> None:
+    """Import the haystacks of the first LIMIT LongMemEval questions (sessions keep their dates)."""
+    from .datasets import load_json, longmemeval_conversation
+
+    async def go() -> Any:
+        data = load_json(file)[:limit]
+        async with _db(db, embedder) as ab:
+            return await _ingest_all(ab, [longmemeval_conversation(r) for r in data])
+    _out(_run(go()), False)
+
+
+@import_app.command("locomo")
+def import_locomo(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help="Conversations to import."),
+                  embedder: Optional[str] = EmbOpt) -> None:
+    """Import LoCoMo conversations (speakers as message names, session dates as times)."""
+    from .datasets import load_json, locomo_conversations
+
+    async def go() -> Any:
+        convs = list(locomo_conversations(load_json(file)))[:limit]
+        async with _db(db, embedder) as ab:
+            return await _ingest_all(ab, convs)
+    _out(_run(go()), False)
+
+
+@app.command()
+def demo(data: Optional[Path] = typer.Option(None, help="A LongMemEval (.json/.json.xz) or LoCoMo file."),
+         db: str = typer.Option("agentbase_demo.db", "--db"), questions: int = 5,
+         embedder: Optional[str] = EmbOpt) -> None:
+    """Build a database from a multi-session conversation and answer questions with evidence and traces."""
+    from .demo import run_demo
+
+    _run(run_demo(data, db, questions, embedder, console, _ingest_all, _print_trace))
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

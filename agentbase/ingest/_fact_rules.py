@@ -1,0 +1,172 @@
+"""Rule table for :mod:`agentbase.ingest.facts`: precompiled English patterns, trigger words, word lists.
+
+Contractions are expanded before matching ("I'm" -> "I am", "don't" -> "do not"), so patterns spell only the
+long forms. A rule runs only when one of its trigger words is a substring of the lower-cased clause.
+"""
+
+from __future__ import annotations
+
+import re
+
+GATE = re.compile(r"\b(?:i|my|im|i'm|i’m|i've|i'll|i'd)\b|我", re.I)
+CLAUSE = re.compile(
+    r"[,;:]?\s+(?:and|but|so|because|although|though|while|whereas|plus|also|then|since)\s+(?=(?:I|[Mm]y)\b)"
+    r"|[,;:]\s+(?=(?:I|[Mm]y)\b)|\s+[-—]\s+"
+)
+FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|im|ive)\b")
+HYPOTHETICAL = re.compile(
+    r"\b(?:if|whether|unless|wonder|wondering|not sure|what if|do you think|imagine|suppose|pretend|in case|as if|"
+    r"you think|ask (?:you )?(?:if|whether))\b(?:\s+\S+){0,3}\s*$",
+    re.I,
+)
+ADV = (
+    r"(?:\s+(?:really|absolutely|totally|just|also|actually|truly|still|always|genuinely|especially|definitely|"
+    r"personally|kind of|sort of|currently|now|recently|finally|already|seriously|usually|generally|mostly|"
+    r"secretly))*"
+)
+I_SUBJ = r"(?<![\w'])I"
+FAV = r"(?:all[- ]time |absolute |very |new |current )?favou?rite"
+_WORDS = r"(?:[\w'-]+ ){{0,{n}}}?[\w'-]+"
+
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "favorite": ("favo",),
+    "favorite_rev": ("favo",),
+    "name": ("name is", "call me", "called", "go by"),
+    "age": ("i am ", "turned"),
+    "residence": ("live", "resid", "living", "based", "located", "settled"),
+    "moved": ("moved", "relocated"),
+    "origin": ("from", "grew up", "born", "raised"),
+    "employer": ("work", "employed"),
+    "new_job": ("job", "position", "role", "internship"),
+    "occupation": ("work",),
+    "education": ("graduated",),
+    "preference": ("like", "love", "ador", "enjoy", "prefer", "hate", "dislike", "detest", "loath", "stand"),
+    "be_preference": ("i am ",),
+    "plan": ("i am ",),
+    "plan_verb": (" to ", "will"),
+    "plan_progressive": ("ing ",),
+    "possession": (
+        "have", "own", "bought", "purchased", "got", "received", "adopted", "inherited", "picked", "ordered",
+        "acquired", "rescued",
+    ),
+    "have_been": ("have been",),
+    "event": ("i ",),
+    "my_is": ("my ",),
+    "i_am_a": ("i am a",),
+}
+
+_PATTERNS: list[tuple[str, str]] = [
+    ("favorite",
+     rf"\bmy {FAV} ({_WORDS.format(n=3)}) (?:is|are|was|has (?:always )?been|would be|has to be) (.+)"),
+    ("favorite_rev",
+     r"^(?:(?:I think|I guess|I would say|probably|maybe|definitely|honestly|well|oh|so|now),? )*"
+     rf"({_WORDS.format(n=3)}) (?:is|are) (?:definitely |probably |still |now |currently |officially )?"
+     rf"my {FAV} ({_WORDS.format(n=2)})"),
+    ("name", r"\b(?:my name is|call me|I am called|I go by) ([a-z][\w'-]*(?-i: [A-Z][\w'-]*){0,2})"),
+    ("age",
+     rf"{I_SUBJ} am (\d{{1,3}})(?: ?(?:years?|yrs?|y/?o)(?: old)?)?"
+     r"(?![\w%$.,/:-]| ?(?:minutes|hours|days|weeks|months|times|pounds|lbs|kg|km|miles|feet|ft|cm|percent|%))"
+     rf"|{I_SUBJ} (?:just )?turned (\d{{1,3}})\b"),
+    ("residence",
+     rf"{I_SUBJ}(?: currently| now| still| actually)? (?:live|reside) (?:in|at|near|on) (.+)"
+     rf"|{I_SUBJ} am (?:currently |now |still )?(?:living|based|located|settled) (?:in|at|near|out of) (.+)"),
+    ("moved", rf"{I_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) (?:back )?(?:to|into) (.+)"),
+    ("origin",
+     rf"{I_SUBJ} am (?:originally )?from (.+)|{I_SUBJ} (?:grew up|was born and raised|was born|was raised) in (.+)"),
+    ("employer",
+     rf"{I_SUBJ}(?: currently| now| still)? work (?:at|for) (.+)"
+     rf"|{I_SUBJ} am (?:currently |now )?(?:working|employed) (?:at|for|by) (.+)"),
+    ("new_job",
+     rf"{I_SUBJ}(?: have)?(?: just| recently| finally)? (?:started|got|accepted|landed|took|began)"
+     r"(?: a| my| the)? (?:new )?(?:job|position|role|internship) (?:at|with) (.+)"),
+    ("occupation",
+     rf"{I_SUBJ}(?: currently| now)? work as (?:an? )?(.+)|{I_SUBJ} am (?:currently |now )?working as (?:an? )?(.+)"),
+    ("education", rf"{I_SUBJ}(?: have)?(?: just| recently)? graduated from (.+)"),
+    ("preference",
+     rf"{I_SUBJ}{ADV} (like|love|adore|enjoy|prefer|hate|dislike|detest|loathe|cannot stand"
+     r"|do (?:really )?(?:like|love|enjoy)|do not (?:really )?(?:like|enjoy|love)|did not (?:like|enjoy)"
+     r"|liked|loved|enjoyed|hated|disliked) (.+)"),
+    ("be_preference",
+     rf"{I_SUBJ} am(?: really| also| totally| definitely| just| so| very| pretty| a little| kind of)* "
+     r"((?:not )?(?:an? )?(?:big |huge |massive |great |die-hard )?fan of|(?:not )?(?:really )?into|obsessed with"
+     r"|interested in|passionate about|allergic to|addicted to|crazy about|keen on|fond of|sick of|tired of) (.+)"),
+    ("plan",
+     rf"{I_SUBJ} am(?: also| really| actually| just| still| now| seriously| definitely| probably)? "
+     r"(going to|planning to|planning on|about to|hoping to|thinking about|thinking of|considering"
+     r"|looking forward to|scheduled to|set to|saving up for|saving for|preparing for|moving to) (.+)"),
+    ("plan_verb",
+     rf"{I_SUBJ}(?: also| really| actually| still| definitely| probably| eventually| finally)? "
+     r"(plan to|plan on|intend to|hope to|want to|would like to|would love to|will|aim to|have decided to"
+     r"|decided to|have been meaning to|need to|have to) (.+)"),
+    ("plan_progressive", rf"{I_SUBJ} am(?: also| actually| just| finally)? (\w+ing) (.+)"),
+    ("possession",
+     rf"{I_SUBJ}(?: also| just| recently| finally| already| actually| now| still| currently)* "
+     r"(have got|have|own|bought|purchased|got|received|adopted|inherited|picked up|ordered|acquired|rescued) (.+)"),
+    ("have_been", rf"{I_SUBJ} have been (\w+ing) (.+)"),
+    ("event",
+     rf"{I_SUBJ}((?: just| recently| finally| also| actually| first| already| then| officially)*)"
+     r"(?: have)?(?: just| recently| finally| already)? ([a-z]+) (.+)"),
+    ("my_is", r"\bmy ((?:[a-z][\w'-]* ){0,2}?[a-z][\w'-]*) (is|are|was|were) (?:called |named )?(.+)"),
+    ("i_am_a", rf"{I_SUBJ} am (an?) (.+)"),
+]
+
+#: (name, triggers, pattern) in priority order; the handler in ``facts._build`` is chosen by name.
+RULES: list[tuple[str, frozenset[str], re.Pattern[str]]] = [
+    (name, frozenset(TRIGGERS[name]), re.compile(pattern, re.I)) for name, pattern in _PATTERNS
+]
+ALL_TRIGGERS: tuple[str, ...] = tuple(sorted({t for ts in TRIGGERS.values() for t in ts}))
+
+WANT_BLOCK = frozenset(
+    """know ask understand see check confirm clarify say tell thank mention make hear share discuss talk note
+    point follow add write create build implement code fix debug convert generate compute calculate get find
+    verify be try let keep look give take use run print change update explain""".split()
+)
+HAVE_BLOCK = frozenset(
+    """question questions problem problems issue issues idea ideas doubt doubts concern concerns feeling
+    suggestion suggestions request favor chance time trouble difficulty fun clarification thought thoughts
+    opinion query queries error bug task homework assignment minute moment look point sense understanding
+    grasp handle""".split()
+)
+MILESTONES = frozenset(
+    """graduated married retired started finished completed joined quit won adopted launched published bought
+    visited attended ran got""".split()
+)
+NOT_OCCUPATION = frozenset(
+    """mother father brother sister daughter member lover fan beginner owner user person customer believer
+    follower supporter newcomer reader runner gamer vegetarian vegan pescatarian christian introvert extrovert
+    other parent resident citizen patient newbie enthusiast optimist pessimist perfectionist procrastinator
+    minimalist foodie bit lot little few kind sort big huge total complete""".split()
+)
+NOT_IDENTITY_START = frozenset("bit little lot few kind sort huge big total complete fan".split())
+OCCUPATION_WORDS = frozenset("nurse chef doctor student cook barista intern ceo cto founder vet pilot".split())
+DIETS = frozenset("vegetarian vegan pescatarian flexitarian".split())
+MY_IS_BLOCK = frozenset(
+    "question problem issue point concern guess understanding bad fault pleasure apologies".split()
+)
+MY_IS_VALUE_BLOCK = re.compile(
+    r"^(?:not|so|very|too|really|kind|sort|a bit|pretty|always|also|still|just|\w+ing)\b", re.I
+)
+LEADING_ADVERBS = re.compile(
+    r"^(?:(?:also|just|already|always|never|ever|recently|finally|actually|really|since)\s+)+", re.I
+)
+POSSESSION_BLOCK = frozenset("to not no never been had got gotten".split())
+REPORTING = frozenset(
+    """mentioned said told asked wanted wondered thought realized noticed meant hoped needed figured forgot
+    felt guessed tried supposed assumed expected heard""".split()
+)
+PREF_OBJECT_BLOCK = re.compile(
+    r"(?:the )?(?:idea|sound|suggestion|way|thought|concept|fact|point|recommendation|advice|tip)s? "
+    r"(?:of|that|you|about)\b"
+    r"|(?:learning|knowing|hearing|finding|exploring|reading|understanding|getting|seeing|discussing) "
+    r"(?:more|out|about)\b",
+    re.I,
+)
+ABOUT_ASSISTANT = re.compile(r"\b(?:you|your|yours)\b", re.I)
+PLAN_KEYS = frozenset("goal plan dream aim resolution intention".split())
+NEGATIVE = re.compile(
+    r"\b(?:hate|hated|dislike|disliked|detest|loathe|cannot|not|allergic|sick of|tired of)\b", re.I
+)
+PREP_BEFORE = re.compile(r"\b(in|since|for|on|by) $", re.I)
+LOWER_TIME_WORDS = frozenset(
+    "next last this tomorrow yesterday today tonight in on since early late mid recently earlier the for".split()
+)

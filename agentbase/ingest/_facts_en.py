@@ -1,0 +1,236 @@
+"""English fact rules: one handler per rule family, each turning a regex match into a fact tuple.
+
+Returns plain tuples so that :mod:`agentbase.ingest.facts` owns the :class:`~agentbase.ingest.facts.Fact`
+type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from . import _fact_rules as R
+from ._grammar import FUTURE_TIME, find_time, head_noun, is_past_verb, object_forms, third_person, trim_value
+
+__all__ = ["FactTuple", "english_fact"]
+
+# (text, category, subject_key, value, confidence, time_expr)
+FactTuple = tuple[str, str, str | None, str | None, float, str | None]
+
+
+def _time_phrase(clause: str) -> tuple[str | None, str | None, bool]:
+    """(time expression, phrase to append, is future) of a clause: ("2020", "in 2020", False)."""
+    span = find_time(clause)
+    if not span:
+        return None, None, False
+    start, end = span
+    when = clause[start:end]
+    prep = R.PREP_BEFORE.search(clause, max(0, start - 6), start)
+    phrase = f"{prep.group(1).lower()} {when}" if prep else when
+    if phrase.split()[0].lower() in R.LOWER_TIME_WORDS:
+        phrase = phrase[0].lower() + phrase[1:]
+    return when, phrase, FUTURE_TIME.search(clause) is not None
+
+
+@dataclass(slots=True)
+class _Hit:
+    """One rule match in a clause, with what every handler needs."""
+
+    m: re.Match[str]
+    clause: str
+    subject: str
+    when: str | None
+    phrase: str | None
+    future: bool
+
+    @property
+    def groups(self) -> list[str]:
+        return [g for g in self.m.groups() if g is not None]
+
+    def sentence(self, value: str) -> str:
+        """Third-person text: the clause from its subject up to the end of ``value``, plus the time phrase."""
+        last = self.m.lastindex or 0
+        seg = self.clause[self.m.start():self.m.start(last) if last else self.m.end()] + value
+        if self.phrase and self.phrase.lower() not in seg.lower():
+            seg = f"{seg} {self.phrase}"
+        return third_person(seg, self.subject)
+
+
+def _favorite(h: _Hit) -> FactTuple | None:
+    g = h.groups
+    if h.m.re is R.RULES[0][2]:  # "my favorite X is Y"
+        thing, value, conf = g[0].lower(), trim_value(g[1], max_words=8), 0.9
+    else:  # "Y is my favorite X"
+        value, thing, conf = trim_value(g[0], max_words=4), g[1].lower(), 0.85
+        if value and value.lower() in ("it", "this", "that", "which", "what"):
+            return None
+    if not value:
+        return None
+    thing = thing.replace("favourite", "favorite")
+    return (f"{h.subject}'s favorite {thing} is {value}", "preference", f"favorite {thing}", value, conf, h.when)
+
+
+def _name(h: _Hit) -> FactTuple | None:
+    name = h.groups[0]
+    return (f"{h.subject}'s name is {name}", "profile", "name", name, 0.9, None)
+
+
+def _age(h: _Hit) -> FactTuple | None:
+    age = int(h.groups[0])
+    if not 0 < age <= 120:
+        return None
+    return (f"{h.subject} is {age} years old", "profile", "age", str(age), 0.85, h.when)
+
+
+_PROFILE_KEYS = {"moved": "residence", "new_job": "employer"}
+
+
+def _profile(h: _Hit, name: str) -> FactTuple | None:
+    value = trim_value(h.groups[-1], max_words=6)
+    if not value:
+        return None
+    conf = 0.8 if name in ("new_job", "moved") else 0.85
+    category = "event" if name == "education" else "profile"
+    return (h.sentence(value), category, _PROFILE_KEYS.get(name, name), value, conf, h.when)
+
+
+def _preference(h: _Hit) -> FactTuple | None:
+    verb, raw = h.groups
+    value = trim_value(re.split(r"\s+(?:over|rather than|instead of|more than)\s+", raw, maxsplit=1)[0])
+    if not value or R.PREF_OBJECT_BLOCK.match(value) or R.ABOUT_ASSISTANT.search(value):
+        return None
+    polarity = "negative" if R.NEGATIVE.search(verb) else "positive"
+    conf = 0.6 if verb.lower().endswith("ed") else 0.85
+    key = "opinion of " + re.sub(r"^(?:the|a|an|to) ", "", value.lower())
+    return (h.sentence(trim_value(raw) or value), "preference", key, polarity, conf, h.when)
+
+
+_WEAK_PLANS = frozenset(
+    ["want to", "would like to", "would love to", "need to", "have to", "thinking about", "thinking of", "considering"]
+)
+_WISHES = frozenset(["want to", "would like to", "would love to", "will", "need to", "have to"])
+
+
+def _plan(h: _Hit, name: str) -> FactTuple | None:
+    verb, value = h.groups[0].lower(), trim_value(h.groups[1])
+    if not value:
+        return None
+    if name == "plan_progressive" and (not h.future or verb in ("going", "looking", "trying", "wondering")):
+        return None
+    if verb in ("will", "need to", "have to") and not h.future:
+        return None  # "I will try that" is a reply, not a plan; "I will fly to Oslo tomorrow" is
+    if verb in _WISHES and value.split()[0].lower() in R.WANT_BLOCK:
+        return None  # "I want to know ..." is a request
+    conf = 0.5 if verb in _WEAK_PLANS else 0.7
+    return (h.sentence(value), "plan", None, value, conf, h.when)
+
+
+def _possession(h: _Hit) -> FactTuple | None:
+    verb, raw = h.groups[0].lower(), R.LEADING_ADVERBS.sub("", h.groups[1])
+    first = raw.split()[0].lower() if raw.split() else ""
+    if first in R.POSSESSION_BLOCK or first.endswith("ing") or (verb.startswith("have") and is_past_verb(first)):
+        return None  # "I have to", "I have been", "I have finished"
+    if verb == "got" and not re.match(r"(?:a|an|my|two|three|four|five|some|\d+|[A-Z])\b", raw):
+        return None  # "I got home", "I got it"
+    value = trim_value(raw)
+    if not value or head_noun(value) in R.HAVE_BLOCK:
+        return None
+    key = f"has:{head_noun(value)}" if verb in ("have", "have got", "own") and not h.when else None
+    return (h.sentence(value), "possession", key, value, 0.8, h.when)
+
+
+def _have_been(h: _Hit) -> FactTuple | None:
+    value = trim_value(h.groups[1])
+    if not value or not h.when:
+        return None
+    return (h.sentence(value), "event", None, value, 0.75, h.when)
+
+
+def _event(h: _Hit) -> FactTuple | None:
+    adverbs, verb, raw = h.groups if len(h.groups) == 3 else ("", *h.groups)
+    low = verb.lower()
+    if not is_past_verb(low) or low in R.REPORTING or (low in ("was", "were") and not h.when):
+        return None
+    recent = bool(re.search(r"just|recently|finally", adverbs, re.I))
+    if not (h.when or recent or low in R.MILESTONES):
+        return None
+    value = trim_value(raw)
+    if not value:
+        return None
+    return (h.sentence(value), "event", None, value, 0.8 if h.when else 0.6, h.when)
+
+
+def _my_is(h: _Hit) -> FactTuple | None:
+    thing, verb, raw = h.groups[0].lower(), h.groups[1], h.groups[2]
+    value = trim_value(raw, max_words=8)
+    if not value or thing in R.MY_IS_BLOCK or R.MY_IS_VALUE_BLOCK.match(raw) or thing.startswith("favo"):
+        return None
+    category = "plan" if thing in R.PLAN_KEYS else "profile"
+    conf = 0.85 if thing.endswith("name") or thing in ("birthday", "email", "phone number") else 0.6
+    return (f"{h.subject}'s {thing} {verb} {object_forms(value)}", category, thing, value, conf, h.when)
+
+
+def _i_am_a(h: _Hit) -> FactTuple | None:
+    article, raw = h.groups
+    value = trim_value(raw, max_words=6)
+    if not value or value.split()[0].lower() in R.NOT_IDENTITY_START:
+        return None
+    head = head_noun(value)
+    if head in R.DIETS:
+        key: str | None = "diet"
+    elif head in R.NOT_OCCUPATION:
+        return None
+    elif head in R.OCCUPATION_WORDS or head.endswith(("er", "or", "ist", "ian", "ant", "ent", "eer")):
+        key = "occupation"
+    else:
+        key = None
+    return (f"{h.subject} is {article.lower()} {object_forms(value)}", "profile", key, value, 0.7, h.when)
+
+
+_HANDLERS: dict[str, Callable[[_Hit], FactTuple | None]] = {
+    "favorite": _favorite,
+    "favorite_rev": _favorite,
+    "name": _name,
+    "age": _age,
+    **{n: partial(_profile, name=n) for n in ("residence", "moved", "origin", "employer", "new_job", "occupation",
+                                             "education")},
+    "preference": _preference,
+    "be_preference": _preference,
+    **{n: partial(_plan, name=n) for n in ("plan", "plan_verb", "plan_progressive")},
+    "possession": _possession,
+    "have_been": _have_been,
+    "event": _event,
+    "my_is": _my_is,
+    "i_am_a": _i_am_a,
+}
+
+
+def english_fact(clause: str, subject: str) -> FactTuple | None:
+    """The first fact an English clause yields (contractions already expanded), or ``None``.
+
+    Args:
+        clause: one clause, e.g. "I am planning to move to Berlin next year".
+        subject: how the user is named in the fact text ("User").
+
+    Returns:
+        ``(text, category, subject_key, value, confidence, time_expr)`` or ``None``.
+    """
+    low = clause.lower()
+    present = {t for t in R.ALL_TRIGGERS if t in low}
+    if not present:
+        return None
+    timing: tuple[str | None, str | None, bool] | None = None  # computed once, on the first matching rule
+    for name, triggers, pattern in R.RULES:
+        if triggers.isdisjoint(present):
+            continue
+        m = pattern.search(clause)
+        if not m or R.HYPOTHETICAL.search(clause[:m.start()]):
+            continue
+        if timing is None:
+            timing = _time_phrase(clause)
+        fact = _HANDLERS[name](_Hit(m, clause, subject, *timing))
+        if fact is not None:
+            return fact
+    return None

@@ -1,0 +1,72 @@
+"""Shared text helpers for the zero-LLM ingest rules: CJK detection, whitespace and sentence splitting."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CJK", "clean_text", "has_cjk", "split_sentences"]
+
+CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_HAS_CJK = re.compile(f"[{CJK}]").search
+_WS = re.compile(r"[ \t\r\f\v\u00a0\u3000]+")
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_MD_PREFIX = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+•]\s+|\d+[.)]\s+)+", re.M)
+# Sentence ends: Latin [.!?] followed by space, CJK terminators anywhere, newlines.
+_BREAK = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？；]+[\"'”’」』）)]*|\n+")
+_ABBREV = frozenset(
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e eg ie approx no fig al inc ltd co corp mt ft jan feb mar apr jun jul "
+    "aug sep sept oct nov dec".split()
+)
+_LAST_WORD = re.compile(r"(\S+)$")
+
+
+def has_cjk(text: str) -> bool:
+    """Tell whether ``text`` contains Chinese, Japanese or Korean characters."""
+    return _HAS_CJK(text) is not None
+
+
+def clean_text(text: str, *, drop_code: bool = False) -> str:
+    """Collapse horizontal whitespace, drop markdown line prefixes (headings, bullets, quotes).
+
+    Args:
+        text: raw message or document text.
+        drop_code: remove fenced code blocks (```...```) entirely.
+
+    Returns:
+        The cleaned text; newlines are kept (at most one in a row).
+    """
+    if drop_code:
+        text = _FENCE.sub("\n", text)
+    text = _MD_PREFIX.sub("", text)
+    text = _WS.sub(" ", text)
+    return re.sub(r"\s*\n\s*", "\n", text).strip()
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences (English and CJK punctuation, line breaks), keeping the end punctuation.
+
+    Common abbreviations ("Dr.", "e.g.", "Jan.") and single-letter initials ("J. K.") do not end a sentence.
+
+    Args:
+        text: cleaned text (see :func:`clean_text`).
+
+    Returns:
+        Non-empty stripped sentences in order.
+    """
+    out: list[str] = []
+    start = 0
+    for m in _BREAK.finditer(text):
+        end = m.end()
+        if m.group()[0] == ".":
+            word = _LAST_WORD.search(text, start, m.start())
+            token = word.group(1).lower().strip("(\"'") if word else ""
+            if token in _ABBREV or (len(token) == 1 and token.isalpha()) or token.replace(".", "") == "":
+                continue
+        piece = text[start:end].strip()
+        if piece:
+            out.append(piece)
+        start = end
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out

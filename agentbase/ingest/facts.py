@@ -1,0 +1,107 @@
+"""Rule-based fact extraction from a user's message (English and Chinese), no LLM.
+
+Each sentence is split into clauses ("I love hiking but I hate running" gives two); each clause yields at most
+one fact, from the first rule that matches, in this priority: profile rules with a knowledge-update key
+(favourite, name, age, residence, origin, employer, occupation) > preferences > plans > possessions > events >
+"my X is Y" > "I am a X". Questions and hypotheticals ("if I like...") are skipped. Fact texts are standalone
+third-person sentences ("User likes spicy food") so they read well out of context.
+
+``subject_key`` enables knowledge-update detection (see :func:`agentbase.ingest.dedup.classify_update`): the
+same key with a new value supersedes the old fact. Keys: ``favorite <thing>``, ``name``, ``age``,
+``residence``, ``origin``, ``employer``, ``occupation``, ``diet``, ``education``, ``opinion of <thing>``
+(value ``positive`` or ``negative``), ``has:<noun>`` (possessions with have/own), and ``<thing>`` for "my
+<thing> is <value>".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import ValidationError
+from . import _fact_rules as R
+from ._facts_en import english_fact
+from ._facts_zh import chinese_facts
+from ._grammar import expand_contractions
+from ._text import clean_text, has_cjk, split_sentences
+from .tiers import lead
+
+__all__ = ["FACT_CATEGORIES", "Fact", "extract_facts"]
+
+FactCategory = Literal["preference", "possession", "plan", "event", "profile"]
+FACT_CATEGORIES: tuple[str, ...] = ("preference", "possession", "plan", "event", "profile")
+_MAX_FACT_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One fact stated by the user.
+
+    Attributes:
+        text: standalone third-person sentence, e.g. ``"User's favorite color is blue"`` (<= 200 characters).
+        category: ``preference``, ``possession``, ``plan``, ``event`` or ``profile``.
+        subject_key: normalised key for knowledge-update detection (``"favorite color"``, ``"residence"``), or
+            ``None`` when the fact can coexist with any other.
+        value: the value for ``subject_key`` (``"blue"``, ``"Paris"``); for key-less facts the object phrase.
+        confidence: 0..1; rule-specific (0.9 for explicit statements such as "my name is", 0.5 for weak ones).
+        time_expr: the raw time expression in the clause ("last week", "May 5", "2020"), for the caller to
+            resolve against the message time (e.g. with ``dateparser``); ``None`` when absent.
+    """
+
+    text: str
+    category: FactCategory
+    subject_key: str | None = None
+    value: str | None = None
+    confidence: float = 0.8
+    time_expr: str | None = None
+
+
+def extract_facts(text: str, *, subject: str = "User", max_chars: int = 20_000) -> list[Fact]:
+    """Extract facts the user states about themselves from one message.
+
+    Fenced code blocks are ignored; questions and hypotheticals are skipped; each clause gives at most one
+    fact.
+
+    Args:
+        text: the message content (written by the user).
+        subject: how the user is named in fact texts (``"User"``; a speaker name such as ``"Caroline"`` works
+            too). Chinese facts use ``"用户"`` when ``subject`` is ``"User"``.
+        max_chars: only the first ``max_chars`` characters are read (bounds time on pasted documents).
+
+    Returns:
+        Facts in message order, without duplicate texts. Examples: "My favorite color is blue" ->
+        ``Fact("User's favorite color is blue", "preference", "favorite color", "blue", 0.9)``;
+        "I live in Paris" -> ``Fact("User lives in Paris", "profile", "residence", "Paris", 0.85)``.
+
+    Raises:
+        ValidationError: ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise ValidationError(f"text must be a str, got {type(text).__name__}")
+    if not text or not R.GATE.search(text):
+        return []
+    zh_subject = "用户" if subject == "User" else subject
+    facts: list[Fact] = []
+    seen: set[str] = set()
+    for sentence in split_sentences(clean_text(text[:max_chars], drop_code=True)):
+        if sentence.endswith(("?", "？")):
+            continue
+        if has_cjk(sentence) and "我" in sentence:
+            found = [Fact(t, c, k, v, conf, w) for t, c, k, v, conf, w in chinese_facts(sentence, zh_subject)]
+        elif R.FIRST_PERSON.search(sentence):
+            found = []
+            for clause in R.CLAUSE.split(expand_contractions(sentence)):
+                clause = clause.strip()
+                hit = english_fact(clause, subject) if clause and not clause.endswith("?") else None
+                if hit is not None:
+                    found.append(Fact(*hit))  # type: ignore[arg-type]
+        else:
+            continue
+        for fact in found:
+            if len(fact.text) > _MAX_FACT_CHARS:
+                fact = Fact(lead(fact.text, _MAX_FACT_CHARS), fact.category, fact.subject_key, fact.value,
+                            fact.confidence, fact.time_expr)
+            if fact.text.casefold() not in seen:
+                seen.add(fact.text.casefold())
+                facts.append(fact)
+    return facts

@@ -1,0 +1,203 @@
+"""The durable embedding job queue worker.
+
+A write commits the entry, its FTS rows and an ``embed`` job in one transaction and returns; this worker then
+claims due jobs (with a lease, so a crashed process's jobs are picked up again), embeds the texts in a thread,
+and writes cache rows, ``embeddings`` rows and vec0 rows and marks the jobs done, again in one transaction.
+Failures retry with exponential backoff (``2 ** attempts`` seconds, capped at 300 s) and end as ``failed`` with the
+last error after ``max_attempts``; nothing is dropped. Identical text is embedded once per model: the
+``embedding_cache`` is keyed by ``(model_id, sha256(text))``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+from ..embeddings.base import embed_long_documents
+from ..index.vector import create_vec_table, upsert_vector
+from ..models import utcnow
+from ..timeutil import to_db_time
+
+__all__ = ["EmbeddingWorker", "embed_text"]
+
+log = logging.getLogger("agentbase.jobs")
+
+LEASE_S = 120
+MAX_ATTEMPTS = 6
+MAX_BACKOFF_S = 300
+
+
+def embed_text(name: str | None, description: str | None, l2_full: str) -> str:
+    """The text embedded for an entry: a skill's or resource's name and description, then the full text."""
+    return "\n".join(p for p in (name, description, l2_full) if p)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class EmbeddingWorker:
+    """Drains ``embed`` jobs for one database and embedder.
+
+    Args:
+        db: an open :class:`~agentbase.storage.Database`.
+        embedder: the configured embedder (``model_id``, ``dims``, ``embed_documents``).
+        batch_size: jobs claimed per batch.
+        max_chars: texts longer than this are chunked and their vectors averaged.
+    """
+
+    def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000):
+        self.db = db
+        self.embedder = embedder
+        self.batch_size = batch_size
+        self.max_chars = max_chars
+        self.enabled = True
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self.embedded = 0
+        self.cache_hits = 0
+
+    def start(self) -> None:
+        """Start the background drain task on the current (engine) loop."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    def notify(self) -> None:
+        """Wake the background task after new jobs were queued."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Cancel the background task (pending jobs stay queued in the file)."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                done = await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the worker must survive; the error is on the job rows
+                log.exception("embedding batch failed")
+                done = 0
+            if done == 0:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=1.0)
+                except TimeoutError:
+                    pass
+
+    async def pending(self) -> int:
+        """Number of embed jobs not yet done or failed."""
+        row = await self.db.fetchone(
+            "SELECT COUNT(*) FROM jobs WHERE kind = 'embed' AND status IN ('pending', 'running')")
+        return int(row[0])
+
+    async def run_once(self) -> int:
+        """Claim and process one batch of due jobs.
+
+        Returns:
+            Number of jobs processed (done or failed-and-rescheduled); 0 when nothing was due.
+        """
+        if not self.enabled or self.db.writer is None:
+            return 0
+        now = utcnow()
+        lease = to_db_time(now + timedelta(seconds=LEASE_S))
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE jobs SET status = 'running', next_run_at = ?, updated_at = ? WHERE id IN ("
+                " SELECT id FROM jobs WHERE kind = 'embed' AND status IN ('pending', 'running')"
+                " AND next_run_at <= ? ORDER BY id LIMIT ?) RETURNING id, target, attempts",
+                (lease, to_db_time(now), to_db_time(now), self.batch_size),
+            )
+            claimed = list(await cur.fetchall())
+        if not claimed:
+            return 0
+        ids = [c[1] for c in claimed]
+        rows = await self.db.fetchall(
+            f"SELECT id, rid, name, description, l2_full, content_hash FROM entries WHERE id IN "
+            f"({','.join('?' * len(ids))})", ids)
+        by_id = {r[0]: r for r in rows}
+        texts = {eid: embed_text(r[2], r[3], r[4]) for eid, r in by_id.items()}
+        try:
+            vectors = await self._vectors(list(dict.fromkeys(texts.values())))
+        except Exception as exc:  # noqa: BLE001 - recorded on the job rows
+            await self._fail(claimed, exc)
+            return len(claimed)
+        model_id, dims = self.embedder.model_id, int(self.embedder.dims)
+        stamp = to_db_time(utcnow())
+        async with self.db.transaction() as conn:
+            await self._ensure_dims(conn, dims, model_id)
+            for job_id, target, _attempts in claimed:
+                row = by_id.get(target)
+                if row is not None:
+                    current = await (await conn.execute(
+                        "SELECT content_hash FROM entries WHERE rid = ?", (row[1],))).fetchone()
+                    if current is not None and current[0] == row[5]:
+                        vec = vectors[texts[target]]
+                        await conn.execute(
+                            "INSERT OR REPLACE INTO embeddings(rid, model_id, dims, content_hash, vector, created_at)"
+                            " VALUES (?, ?, ?, ?, ?, ?)", (row[1], model_id, dims, row[5], vec.tobytes(), stamp))
+                        await upsert_vector(conn, self.db.vector_engine, row[1], vec)
+                await conn.execute("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL "
+                                   "WHERE id = ? AND status = 'running'", (stamp, job_id))
+        return len(claimed)
+
+    async def _ensure_dims(self, conn: Any, dims: int, model_id: str) -> None:
+        row = await (await conn.execute("SELECT value FROM meta WHERE key = 'vector_dims'")).fetchone()
+        if row is None:
+            await conn.execute("INSERT INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
+                               (str(dims), model_id))
+        if self.db.vector_engine == "sqlite-vec":
+            await create_vec_table(conn, dims)
+
+    async def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
+        model_id = self.embedder.model_id
+        hashes = {t: _sha(t) for t in texts}
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(texts), 500):
+            chunk = texts[start : start + 500]
+            rows = await self.db.fetchall(
+                f"SELECT text_hash, vector FROM embedding_cache WHERE model_id = ? AND text_hash IN "
+                f"({','.join('?' * len(chunk))})", [model_id, *(hashes[t] for t in chunk)])
+            cached = {h: np.frombuffer(v, dtype=np.float32) for h, v in rows}
+            for t in chunk:
+                if hashes[t] in cached:
+                    found[t] = cached[hashes[t]]
+        missing = [t for t in texts if t not in found]
+        self.cache_hits += len(texts) - len(missing)
+        if missing:
+            matrix = await asyncio.to_thread(embed_long_documents, self.embedder, missing, self.max_chars)
+            matrix = np.asarray(matrix, dtype=np.float32)
+            async with self.db.transaction() as conn:
+                await conn.executemany(
+                    "INSERT OR IGNORE INTO embedding_cache(model_id, text_hash, dims, vector) VALUES (?, ?, ?, ?)",
+                    [(model_id, hashes[t], matrix.shape[1], matrix[i].tobytes()) for i, t in enumerate(missing)])
+            for i, t in enumerate(missing):
+                found[t] = matrix[i]
+            self.embedded += len(missing)
+        return found
+
+    async def _fail(self, claimed: list[tuple], exc: Exception) -> None:
+        now = utcnow()
+        log.warning("embedding failed for %d jobs: %s", len(claimed), exc)
+        async with self.db.transaction() as conn:
+            for job_id, _target, attempts in claimed:
+                attempts += 1
+                status = "failed" if attempts >= MAX_ATTEMPTS else "pending"
+                delay = min(2 ** attempts, MAX_BACKOFF_S)
+                await conn.execute(
+                    "UPDATE jobs SET status = ?, attempts = ?, next_run_at = ?, last_error = ?, updated_at = ? "
+                    "WHERE id = ?",
+                    (status, attempts, to_db_time(now + timedelta(seconds=delay)), f"{type(exc).__name__}: {exc}"[:2000],
+                     to_db_time(now), job_id))

@@ -1,0 +1,1 @@
+"""The ``find()`` pipeline: query analysis, candidate legs, fusion, boosts, strategies, rerank and budget."""

@@ -1,0 +1,104 @@
+"""Filters applied inside every candidate query (never after a top-k cut)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..errors import ValidationError
+from ..timeutil import to_db_time
+
+__all__ = ["Filters"]
+
+_META_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass
+class Filters:
+    """Which entries a query may see. Every field is optional; unset fields do not filter.
+
+    Attributes:
+        context_type: ``memory``, ``resource`` or ``skill`` (or a list of them).
+        category: one category or a list.
+        tags: entries must carry *all* of these tags.
+        scope: one scope or a list.
+        user_id, agent_id, project_id, session_id: owner ids (exact match).
+        metadata: equality on top-level metadata keys (JSON scalars).
+        date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (aware datetimes; UTC).
+        include_archived: include entries archived by a decay pass.
+        exclude_superseded: hide entries replaced by a newer version of the same fact.
+    """
+
+    context_type: str | list[str] | None = None
+    category: str | list[str] | None = None
+    tags: list[str] | None = None
+    scope: str | list[str] | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    date_from: datetime | None = None
+    date_to: datetime | None = None
+    include_archived: bool = False
+    exclude_superseded: bool = True
+    extra: list[tuple[str, list[Any]]] = field(default_factory=list)
+
+    def where(self, alias: str = "e") -> tuple[str, list[Any]]:
+        """Build a SQL boolean expression over ``entries AS alias`` and its parameters.
+
+        Returns:
+            ``(sql, params)``; values are always bound parameters, never interpolated.
+
+        Raises:
+            ValidationError: a metadata key with characters outside ``[A-Za-z0-9_.-]`` or a non-scalar value.
+        """
+        clauses: list[str] = []
+        params: list[Any] = []
+        a = alias
+
+        def one_or_many(column: str, value: Any) -> None:
+            values = [value] if isinstance(value, str) or hasattr(value, "value") else list(value)
+            values = [getattr(v, "value", v) for v in values]
+            clauses.append(f"{a}.{column} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+
+        if self.context_type:
+            one_or_many("context_type", self.context_type)
+        if self.category:
+            one_or_many("category", self.category)
+        if self.scope:
+            one_or_many("scope", self.scope)
+        for column in ("user_id", "agent_id", "project_id", "session_id"):
+            value = getattr(self, column)
+            if value is not None:
+                clauses.append(f"{a}.{column} = ?")
+                params.append(str(value))
+        for tag in self.tags or []:
+            clauses.append(f"EXISTS (SELECT 1 FROM entry_tags t WHERE t.rid = {a}.rid AND t.tag = ?)")
+            params.append(str(tag))
+        for key, value in (self.metadata or {}).items():
+            if not isinstance(key, str) or not _META_KEY.match(key):
+                raise ValidationError(f"metadata filter key {key!r} must match [A-Za-z0-9_.-]{{1,64}}")
+            if value is not None and not isinstance(value, (str, int, float, bool)):
+                raise ValidationError(f"metadata filter value for {key!r} must be a JSON scalar")
+            clauses.append(f"json_extract({a}.metadata, ?) IS ?")
+            params.append(f'$."{key}"')
+            params.append(json.loads(json.dumps(value)) if not isinstance(value, bool) else int(value))
+        if self.date_from is not None:
+            clauses.append(f"COALESCE({a}.event_time, {a}.created_at) >= ?")
+            params.append(to_db_time(self.date_from))
+        if self.date_to is not None:
+            clauses.append(f"COALESCE({a}.event_time, {a}.created_at) <= ?")
+            params.append(to_db_time(self.date_to))
+        if not self.include_archived:
+            clauses.append(f"{a}.status = 'active'")
+        if self.exclude_superseded:
+            clauses.append(f"{a}.superseded_by IS NULL")
+        for sql, extra_params in self.extra:
+            clauses.append(sql)
+            params.extend(extra_params)
+        return (" AND ".join(clauses) or "1"), params

@@ -1,0 +1,221 @@
+"""The ``find()`` pipeline (ARCHITECTURE.md section 6), each step timed into the trace.
+
+1 normalise -> 2 analyse (intents, time range) -> 3 decompose -> 4 candidates (FTS5 BM25 and vector KNN,
+filters inside the SQL) -> 5 weighted RRF -> 6 NER boost -> 7 query-type strategy -> 8 session co-retrieval ->
+9 heuristic rerank (+ optional pluggable reranker) -> 10 level, token budget, top_k.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..index.fts import fts_query
+from ..index.vector import knn
+from ..models import SearchResult
+from ..observability import Tracer, save_trace
+from ..storage.entries import entry_columns, row_to_entry
+from ..validation import clean_query
+from .decompose import sub_queries
+from .filters import Filters
+from .fusion import ner_boost, weighted_rrf
+from .intent import analyze_query
+from .rerank import estimate_tokens, freshness, heuristic_score
+from .strategies import apply_strategies, co_retrieval
+
+__all__ = ["FindParams", "run_find"]
+
+
+@dataclass
+class FindParams:
+    """Arguments of one ``find()`` call after validation."""
+
+    query: str
+    top_k: int
+    mode: str
+    strategy: str
+    token_budget: int | None
+    reference_time: datetime
+    filters: Filters
+    trace: bool
+    reranker: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+async def _fts_leg(db: Any, match: str, where: str, params: list[Any], n: int) -> list[tuple[int, float]]:
+    rows = await db.fetchall(
+        f"SELECT e.rid, bm25(entries_fts) AS s FROM entries_fts JOIN entries e ON e.rid = entries_fts.rowid "
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY s LIMIT ?", [match, *params, n])
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
+    """Execute the pipeline for ``ab`` (an initialised AgentBase); see :meth:`AgentBase.find`."""
+    cfg = ab.settings.retrieval
+    db = ab.db
+    query = clean_query(p.query)
+    tracer = Tracer(query, {"top_k": p.top_k, "mode": p.mode, "strategy": p.strategy,
+                            "token_budget": p.token_budget, "reference_time": p.reference_time.isoformat()})
+    match = fts_query(query)
+    tracer.step("normalize", match=match or "")
+    if not match:
+        return []
+
+    analysis = analyze_query(query, p.reference_time)
+    tracer.step("intent", intents=sorted(analysis.intents),
+                time_range=[analysis.time_range.date_from.isoformat(), analysis.time_range.date_to.isoformat()]
+                if analysis.time_range else None)
+    subs = sub_queries(query)
+    tracer.step("decompose", sub_queries=subs, keywords=analysis.keywords)
+
+    top_k = p.top_k
+    if "aggregation" in analysis.intents or "multi_session" in analysis.intents:
+        top_k_pool = int(math.ceil(top_k * cfg.aggregation_top_k_factor))
+    else:
+        top_k_pool = top_k
+    n = max(cfg.min_candidates, cfg.overfetch * top_k_pool)
+    where, params = p.filters.where("e")
+    rankings: dict[str, list[int]] = {}
+    distances: dict[int, float] = {}
+    bm25: dict[int, float] = {}
+    degrade = ab.degrade_reason()
+    use_vector = p.mode in ("hybrid", "vector") and ab.embedder is not None and ab.vector_error is None
+    if p.mode in ("hybrid", "fts"):
+        fts = await _fts_leg(db, match, where, params, n)
+        rankings["fts"] = [rid for rid, _ in fts]
+        bm25 = dict(fts)
+        tracer.step("candidates_fts", candidates_out=len(fts), limit=n)
+    if use_vector:
+        qvec = await asyncio.to_thread(ab.embedder.embed_query, query)
+        tracer.step("embed_query", dims=int(len(qvec)))
+        vec = await knn(db, db.vector_engine, qvec, n, f"SELECT e.rid FROM entries e WHERE {where}", params)
+        rankings["vector"] = [rid for rid, _ in vec]
+        distances = dict(vec)
+        tracer.step("candidates_vector", candidates_out=len(vec), limit=n, engine=db.vector_engine)
+    elif p.mode != "fts":
+        tracer.degrade_reason = degrade
+    if p.mode == "hybrid" and degrade:
+        tracer.degrade_reason = degrade
+
+    weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector}
+    fused = weighted_rrf({k: [str(r) for r in v] for k, v in rankings.items()}, weights, k=cfg.rrf_k)
+    tracer.step("fusion_rrf", candidates_in=sum(len(v) for v in rankings.values()), candidates_out=len(fused),
+                k=cfg.rrf_k, weights=weights)
+    if not fused:
+        tracer.step("final", candidates_out=0)
+        await _persist(ab, p, tracer, [])
+        return []
+
+    rids = [int(r) for r in fused]
+    rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
+                             f"({','.join('?' * len(rids))})", rids)
+    entries = {row[0]: row_to_entry(row) for row in rows}
+    max_rrf = sum(weights[s] for s in rankings) / (cfg.rrf_k + 1)
+    cands: dict[int, dict[str, Any]] = {}
+    for rid_s, fs in fused.items():
+        rid = int(rid_s)
+        if rid not in entries:
+            continue
+        parts = {"rrf": fs.score, "rrf_norm": fs.score / max_rrf if max_rrf else 0.0}
+        for signal, rank in fs.ranks.items():
+            parts[f"{signal}_rank"] = float(rank)
+        if rid in bm25:
+            parts["bm25"] = bm25[rid]
+        if rid in distances:
+            parts["cosine_similarity"] = 1.0 - distances[rid]
+        cands[rid] = {"entry": entries[rid], "score": fs.score, "matched_by": fs.matched_by, "parts": parts}
+
+    # 6. NER boost on fused results only.
+    q_entities = {e.text.casefold() for e in ab.extractor.extract(query)} if ab.extractor is not None else set()
+    boosted = 0
+    for c in cands.values():
+        mult, level = ner_boost(q_entities, c["entry"].tags, c["entry"].l2_full, cfg)
+        if mult != 1.0:
+            boosted += 1
+            c["score"] *= mult
+            c["parts"]["ner_boost"] = mult
+            c["matched_by"] = f"ner+{c['matched_by']}"
+    tracer.step("ner_boost", candidates_in=len(cands), candidates_out=len(cands), query_entities=sorted(q_entities),
+                boosted=boosted)
+
+    # 7. query-type strategies.
+    if p.strategy != "flat":
+        applied = apply_strategies(cands, analysis, p.reference_time, cfg)
+        tracer.step("strategy", candidates_in=len(cands), candidates_out=len(cands), applied=applied)
+
+    # 8. session co-retrieval.
+    if cfg.co_retrieval and p.strategy != "flat":
+        added = co_retrieval(cands)
+        tracer.step("co_retrieval", candidates_in=len(cands), candidates_out=len(cands), boosted=added)
+
+    # 9. heuristic rerank.
+    scored = _rerank(cands, p, cfg)
+    if p.reranker is not None:
+        head = scored[: max(top_k_pool * 3, 30)]
+        extra = p.reranker(query, [(str(r), cands[r]["entry"].l2_full) for r in head])
+        order = sorted(range(len(head)), key=lambda i: -float(extra[i]))
+        scored = [head[i] for i in order] + scored[len(head):]
+    tracer.step("rerank", candidates_in=len(cands), candidates_out=len(scored),
+                weights={"rrf": cfg.rerank_rrf, "freshness": cfg.rerank_freshness,
+                         "confidence": cfg.rerank_confidence, "scope": cfg.rerank_scope, "type": cfg.rerank_type},
+                custom=p.reranker is not None)
+
+    # 10. level, budget, top_k.
+    results = _finalize(scored, cands, p, top_k, tracer.id if p.trace else None)
+    tracer.step("final", candidates_in=len(scored), candidates_out=len(results),
+                tokens=sum(estimate_tokens(r.text) for r in results),
+                why=[{"id": r.entry.id, "score": round(r.score, 6), "matched_by": r.matched_by,
+                      "parts": {k: round(v, 5) for k, v in r.score_parts.items()}} for r in results])
+    await _persist(ab, p, tracer, [r.entry.id for r in results])
+    return results
+
+
+def _rerank(cands: dict[int, dict[str, Any]], p: FindParams, cfg: Any) -> list[int]:
+    best = max((c["score"] for c in cands.values()), default=1.0) or 1.0
+    wanted_types = p.filters.context_type
+    for c in cands.values():
+        e = c["entry"]
+        fresh = freshness(e.event_time or e.created_at, p.reference_time, cfg.freshness_half_life_days)
+        scope_match = 1.0 if (p.filters.session_id and e.session_id == p.filters.session_id) or \
+            (p.filters.agent_id and e.agent_id == p.filters.agent_id) else 0.5
+        type_match = 1.0 if (not wanted_types or e.context_type.value in wanted_types) and \
+            e.category != "summary" else 0.5
+        final = heuristic_score(c["score"] / best, fresh, e.confidence, scope_match, type_match, cfg)
+        c["parts"].update(freshness=fresh, final=final)
+        c["final"] = final
+    return sorted(cands, key=lambda r: (-cands[r]["final"], r))
+
+
+def _finalize(order: list[int], cands: dict[int, dict[str, Any]], p: FindParams, top_k: int,
+              trace_id: str | None) -> list[SearchResult]:
+    results: list[SearchResult] = []
+    used = 0
+    for rid in order:
+        if len(results) >= top_k:
+            break
+        c = cands[rid]
+        e = c["entry"]
+        level = "l2"
+        text = e.l2_full
+        if p.strategy == "hierarchical" and p.token_budget is not None:
+            remaining = p.token_budget - used
+            if estimate_tokens(text) > remaining:
+                level, text = ("l1", e.l1_overview) if estimate_tokens(e.l1_overview) <= remaining else \
+                    ("l0", e.l0_abstract)
+        cost = estimate_tokens(text)
+        if p.token_budget is not None and used + cost > p.token_budget:
+            if results:
+                break
+            continue
+        used += cost
+        results.append(SearchResult(entry=e, score=c["final"], matched_by=c["matched_by"], score_parts=c["parts"],
+                                    level=level, text=text, trace_id=trace_id))
+    return results
+
+
+async def _persist(ab: Any, p: FindParams, tracer: Tracer, ids: list[str]) -> None:
+    if p.trace:
+        await save_trace(ab.db, tracer.finish(ids))

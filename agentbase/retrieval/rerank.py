@@ -1,0 +1,171 @@
+"""Heuristic rerank, the pluggable reranker seam and the token budget (ARCHITECTURE.md section 6, 9-10)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ..errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from ..config import RetrievalSettings
+
+__all__ = ["Reranker", "apply_reranker", "estimate_tokens", "freshness", "heuristic_score", "trim_to_budget"]
+
+
+def _utc(ts: datetime) -> datetime:
+    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts
+
+
+def freshness(ts: datetime, now: datetime, half_life_days: float) -> float:
+    """Exponential decay of relevance with age: ``0.5 ** (age_days / half_life_days)``.
+
+    Args:
+        ts: when the entry happened or was written (aware; naive is taken as UTC).
+        now: the reference time (aware; naive is taken as UTC).
+        half_life_days: age in days at which the value halves (> 0); the defaults live in
+            ``RetrievalSettings``: ``freshness_half_life_days`` 30, ``temporal_half_life_days`` 7,
+            ``knowledge_update_half_life_days`` 14.
+
+    Returns:
+        A value in (0, 1]: 1.0 at age 0 and for timestamps in the future, 0.5 at one half-life, 0.25 at two.
+
+    Raises:
+        ConfigError: ``half_life_days`` is not positive.
+    """
+    if not half_life_days > 0:
+        raise ConfigError(f"half_life_days must be > 0, got {half_life_days}")
+    age_days = (_utc(now) - _utc(ts)).total_seconds() / 86400.0
+    return 1.0 if age_days <= 0 else 0.5 ** (age_days / half_life_days)
+
+
+def _unit(x: float) -> float:
+    return 0.0 if math.isnan(x) else min(1.0, max(0.0, float(x)))
+
+
+def heuristic_score(rrf_norm: float, freshness: float, confidence: float, scope_match: float,
+                    type_match: float, settings: RetrievalSettings | None = None) -> float:
+    """The heuristic rerank score, a weighted sum of five signals in [0, 1].
+
+    ``rerank_rrf * rrf_norm + rerank_freshness * freshness + rerank_confidence * confidence
+    + rerank_scope * scope_match + rerank_type * type_match``; with the defaults (0.6, 0.15, 0.1, 0.1, 0.05,
+    ARCHITECTURE.md section 6 step 9) the result is also in [0, 1].
+
+    Args:
+        rrf_norm: the fused (and boosted) score divided by the best one in the result set, in [0, 1].
+        freshness: :func:`freshness` of the entry, in [0, 1].
+        confidence: the entry's confidence, in [0, 1].
+        scope_match: 1.0 when the entry's scope is the most specific one requested (e.g. the same session),
+            lower for broader scopes; in [0, 1].
+        type_match: 1.0 when the entry's context type or category is the one the query wants, in [0, 1].
+        settings: the ``rerank_*`` weights; defaults to ``RetrievalSettings()``.
+
+    Returns:
+        The score (higher is better). Inputs outside [0, 1] are clipped and NaN counts as 0, so a bad signal
+        cannot dominate the ranking.
+    """
+    if settings is None:
+        from ..config import RetrievalSettings
+
+        settings = RetrievalSettings()
+    return (settings.rerank_rrf * _unit(rrf_norm) + settings.rerank_freshness * _unit(freshness)
+            + settings.rerank_confidence * _unit(confidence) + settings.rerank_scope * _unit(scope_match)
+            + settings.rerank_type * _unit(type_match))
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """An optional second-stage reranker (cross-encoder, LLM judge ...) run after the heuristic rerank.
+
+    Implementations are plain callables; AgentBase ships none by default (no model download at run time).
+    """
+
+    def __call__(self, query: str, candidates: Sequence[tuple[str, str]]) -> list[float]:
+        """Score candidates for a query.
+
+        Args:
+            query: the normalised query.
+            candidates: ``(entry_id, text)`` pairs in the current order.
+
+        Returns:
+            One score per candidate, in the same order (higher is better; any scale).
+        """
+        ...
+
+
+def apply_reranker(reranker: Reranker, query: str,
+                   candidates: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
+    """Run ``reranker`` and reorder the candidates by its scores.
+
+    Args:
+        reranker: any :class:`Reranker`.
+        query: the normalised query.
+        candidates: ``(entry_id, text)`` pairs in the current order.
+
+    Returns:
+        ``(entry_id, score)`` by descending score; ties keep the current order (stable sort).
+
+    Raises:
+        UsageError: the reranker returned a different number of scores than candidates, or a non-number.
+    """
+    if not candidates:
+        return []
+    scores = list(reranker(query, candidates))
+    if len(scores) != len(candidates):
+        raise UsageError(f"reranker returned {len(scores)} scores for {len(candidates)} candidates")
+    try:
+        pairs = [(entry_id, float(score)) for (entry_id, _), score in zip(candidates, scores, strict=True)]
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"reranker returned a score that is not a number: {exc}") from exc
+    return sorted(pairs, key=lambda p: math.inf if math.isnan(p[1]) else -p[1])  # NaN last
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate the tokens of ``text`` with the len/4 rule: ``ceil(len(text) / 4)``.
+
+    Four characters per token is OpenAI's rule of thumb for English text ("What are tokens and how to count
+    them?", OpenAI help center). It needs no tokenizer, but it undercounts CJK text (about one token per
+    character) and overcounts long runs of spaces; treat budgets as approximate.
+
+    Args:
+        text: any string.
+
+    Returns:
+        Estimated token count (0 for an empty string).
+    """
+    return math.ceil(len(text) / 4)
+
+
+def trim_to_budget(items: Sequence[tuple[str, str]], budget_tokens: int,
+                   keep_first: bool = False) -> list[str]:
+    """Keep items in order while their estimated tokens fit the budget.
+
+    The walk stops at the first item that would exceed the budget; later, smaller items are not used to fill
+    the gap, so the ranking order is never broken. By default the budget is a hard ceiling (a caller sizing a
+    prompt can rely on it), even if that leaves nothing: the pipeline should first try a shorter layer
+    (L1/L0) of a too-long top result. ``keep_first=True`` always keeps the first item, even over budget.
+
+    Args:
+        items: ``(entry_id, text)`` pairs in ranked order.
+        budget_tokens: the budget in tokens as counted by :func:`estimate_tokens` (>= 0).
+        keep_first: keep the first item even when it alone exceeds the budget.
+
+    Returns:
+        The ids of the kept prefix of ``items``.
+
+    Raises:
+        ConfigError: ``budget_tokens`` is negative.
+    """
+    if budget_tokens < 0:
+        raise ConfigError(f"budget_tokens must be >= 0, got {budget_tokens}")
+    kept: list[str] = []
+    used = 0
+    for entry_id, text in items:
+        cost = estimate_tokens(text)
+        if used + cost > budget_tokens and not (keep_first and not kept):
+            break
+        kept.append(entry_id)
+        used += cost
+    return kept

@@ -1,0 +1,91 @@
+"""Query-type strategies (step 7) and session co-retrieval (step 8).
+
+Each strategy multiplies candidate scores; the multipliers are documented here and their half-lives live in
+:class:`~agentbase.config.RetrievalSettings`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from .rerank import freshness
+
+__all__ = ["apply_strategies", "co_retrieval"]
+
+PREFERENCE_CATEGORIES = frozenset({"preference", "profile"})
+
+
+def apply_strategies(cands: dict[int, dict[str, Any]], analysis: Any, now: datetime, cfg: Any) -> list[str]:
+    """Shape scores by query type, in place.
+
+    - temporal with a parsed range: entries whose time falls inside ``[date_from, date_to]`` x1.5; with no range,
+      a recency factor ``0.8 + 0.2 * 0.5 ** (age / temporal_half_life_days)``.
+    - knowledge_update: recency factor ``0.7 + 0.3 * 0.5 ** (age / knowledge_update_half_life_days)`` so the
+      latest value of a changing fact wins (superseded facts are already filtered out).
+    - preference: entries with category ``preference``/``profile`` x1.2.
+    - aggregation / multi_session: handled by widening the candidate pool (``aggregation_top_k_factor``).
+
+    Args:
+        cands: rowid -> candidate dict with ``entry``, ``score``, ``parts``.
+        analysis: the query analysis (``intents``, ``time_range``).
+        now: reference time (UTC).
+        cfg: retrieval settings.
+
+    Returns:
+        Names of the strategies applied.
+    """
+    applied: list[str] = []
+    intents = analysis.intents
+    tr = analysis.time_range
+    if tr is not None:
+        applied.append("time_range")
+        for c in cands.values():
+            e = c["entry"]
+            t = e.event_time or e.created_at
+            if tr.date_from <= t <= tr.date_to:
+                c["score"] *= 1.5
+                c["parts"]["time_range_boost"] = 1.5
+    elif "temporal" in intents:
+        applied.append("temporal_recency")
+        _recency(cands, now, cfg.temporal_half_life_days, 0.8, "temporal_recency")
+    if "knowledge_update" in intents:
+        applied.append("knowledge_update")
+        _recency(cands, now, cfg.knowledge_update_half_life_days, 0.7, "update_recency")
+    if "preference" in intents:
+        applied.append("preference")
+        for c in cands.values():
+            if c["entry"].category in PREFERENCE_CATEGORIES:
+                c["score"] *= 1.2
+                c["parts"]["preference_boost"] = 1.2
+    return applied
+
+
+def _recency(cands: dict[int, dict[str, Any]], now: datetime, half_life: float, floor: float, name: str) -> None:
+    for c in cands.values():
+        e = c["entry"]
+        factor = floor + (1.0 - floor) * freshness(e.event_time or e.created_at, now, half_life)
+        c["score"] *= factor
+        c["parts"][name] = factor
+
+
+def co_retrieval(cands: dict[int, dict[str, Any]], min_hits: int = 2, boost: float = 1.1) -> int:
+    """Boost candidates from sessions that contribute at least ``min_hits`` candidates among the top 50.
+
+    A session that several independent hits point to is likely the one the question is about (the
+    ``session_memory_links`` of those entries name it).
+
+    Returns:
+        Number of candidates boosted.
+    """
+    top = sorted(cands.values(), key=lambda c: -c["score"])[:50]
+    per_session = Counter(c["entry"].session_id for c in top if c["entry"].session_id)
+    boosted = 0
+    for c in cands.values():
+        sid = c["entry"].session_id
+        if sid and per_session.get(sid, 0) >= min_hits:
+            c["score"] *= boost
+            c["parts"]["co_retrieval"] = boost
+            boosted += 1
+    return boosted

@@ -1,0 +1,360 @@
+"""Sessions: the one ordered message log behind every chat-style adapter, and zero-LLM commit into entries.
+
+Messages are ordered by ``seq`` (1, 2, 3, ... per session), assigned inside the write transaction, so messages
+with identical timestamps keep insertion order. Functions here take the :class:`~agentbase.engine.AgentBase` as
+``ab`` and are called by its public methods on the engine loop.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from .errors import NotFoundError, ValidationError
+from .ingest.dedup import content_hash
+from .ingest.facts import extract_facts
+from .ingest.summary import summarize_session
+from .models import ContextType, Entry, Message, Scope, Session, utcnow
+from .ingest.tiers import l0_abstract, l1_overview
+from .storage.entries import ENTRY_COLUMNS, entry_columns, insert_entry, record_history, row_to_entry, update_entry_row
+from .timeutil import from_db_time, parse_time, to_db_time
+from .validation import check_id, check_limit, check_text
+
+__all__ = ["add_messages", "commit_session", "create_session", "get_messages", "get_session"]
+
+_SESSION_COLS = "id, user_id, agent_id, project_id, status, metadata, created_at, updated_at, committed_seq"
+_MSG_COLS = "id, session_id, seq, role, content, name, tool_calls, tool_call_id, metadata, created_at"
+TURN_ROLES = ("user", "assistant")
+
+
+def _session(row: tuple) -> Session:
+    return Session(id=row[0], user_id=row[1], agent_id=row[2], project_id=row[3], status=row[4],
+                   metadata=json.loads(row[5]), created_at=from_db_time(row[6]), updated_at=from_db_time(row[7]),
+                   committed_seq=row[8])
+
+
+def _message(row: tuple) -> Message:
+    return Message(id=row[0], session_id=row[1], seq=row[2], role=row[3], content=row[4], name=row[5],
+                   tool_calls=json.loads(row[6]) if row[6] else None, tool_call_id=row[7],
+                   metadata=json.loads(row[8]), created_at=from_db_time(row[9]))
+
+
+def _check_meta(metadata: Any) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ValidationError("metadata must be a dict")
+    try:
+        json.dumps(metadata)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+    return dict(metadata)
+
+
+async def create_session(ab: Any, *, session_id: str | None, user_id: str | None, agent_id: str | None,
+                         project_id: str | None, metadata: dict[str, Any] | None, created_at: Any) -> Session:
+    db = await ab._open()
+    sid = check_id(session_id, "session_id") if session_id is not None else str(uuid.uuid4())
+    for key, value in (("user_id", user_id), ("agent_id", agent_id), ("project_id", project_id)):
+        if value is not None:
+            check_id(value, key)
+    meta = _check_meta(metadata)
+    now = to_db_time(parse_time(created_at) or utcnow())
+    async with db.transaction() as conn:
+        await conn.execute(
+            f"INSERT INTO sessions({_SESSION_COLS}) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 0) "
+            "ON CONFLICT(id) DO NOTHING",
+            (sid, user_id, agent_id, project_id, json.dumps(meta, ensure_ascii=False), now, now))
+    session = await get_session(ab, sid)
+    assert session is not None
+    return session
+
+
+async def get_session(ab: Any, session_id: str) -> Session | None:
+    db = await ab._open()
+    row = await db.fetchone(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?",
+                            (check_id(session_id, "session_id"),))
+    return _session(row) if row else None
+
+
+async def list_sessions(ab: Any, *, user_id: str | None, agent_id: str | None, limit: int,
+                        offset: int) -> list[Session]:
+    db = await ab._open()
+    check_limit(limit, "limit")
+    sql, params = f"SELECT {_SESSION_COLS} FROM sessions WHERE 1", []
+    for key, value in (("user_id", user_id), ("agent_id", agent_id)):
+        if value is not None:
+            sql += f" AND {key} = ?"
+            params.append(check_id(value, key))
+    rows = await db.fetchall(sql + " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+                             [*params, limit, max(0, int(offset))])
+    return [_session(r) for r in rows]
+
+
+async def update_session(ab: Any, session_id: str, *, metadata: dict[str, Any]) -> Session:
+    db = await ab._open()
+    meta = _check_meta(metadata)
+    async with db.transaction() as conn:
+        cur = await conn.execute("UPDATE sessions SET metadata = ?, updated_at = ? WHERE id = ?",
+                                 (json.dumps(meta, ensure_ascii=False), to_db_time(utcnow()),
+                                  check_id(session_id, "session_id")))
+        if cur.rowcount == 0:
+            raise NotFoundError(f"session {session_id!r} not found")
+    session = await get_session(ab, session_id)
+    assert session is not None
+    return session
+
+
+async def delete_session(ab: Any, session_id: str, *, delete_memories: bool) -> bool:
+    db = await ab._open()
+    check_id(session_id, "session_id")
+    if delete_memories:
+        rows = await db.fetchall("SELECT entry_id FROM session_memory_links WHERE session_id = ?", (session_id,))
+        for (entry_id,) in rows:
+            await ab.delete(entry_id)
+    async with db.transaction() as conn:
+        await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        await conn.execute("DELETE FROM session_memory_links WHERE session_id = ?", (session_id,))
+        cur = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return cur.rowcount > 0
+
+
+def _prepare(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, Message):
+        raw = raw.model_dump()
+    if not isinstance(raw, dict):
+        raise ValidationError("each message must be a dict with 'role' and 'content'")
+    role = raw.get("role")
+    if not isinstance(role, str) or not role.strip() or len(role) > 64:
+        raise ValidationError("message role must be a non-empty string of at most 64 characters")
+    content = check_text(raw.get("content", ""), "message content", allow_empty=True)
+    tool_calls = raw.get("tool_calls")
+    if tool_calls is not None and (not isinstance(tool_calls, list) or
+                                   not all(isinstance(t, dict) for t in tool_calls)):
+        raise ValidationError("tool_calls must be a list of dicts")
+    for key in ("name", "tool_call_id", "id"):
+        if raw.get(key) is not None:
+            check_id(raw[key], key)
+    meta = _check_meta(raw.get("metadata"))
+    return {"id": raw.get("id") or f"msg_{uuid.uuid4().hex}", "role": role, "content": content,
+            "name": raw.get("name"), "tool_calls": json.dumps(tool_calls, ensure_ascii=False) if tool_calls
+            else None, "tool_call_id": raw.get("tool_call_id"), "metadata": json.dumps(meta, ensure_ascii=False),
+            "created_at": to_db_time(parse_time(raw.get("created_at")) or utcnow())}
+
+
+async def _insert_messages(conn: Any, session_id: str, prepared: list[dict[str, Any]]) -> None:
+    row = await (await conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?",
+                                    (session_id,))).fetchone()
+    seq = row[0]
+    for m in prepared:
+        seq += 1
+        m["seq"] = seq
+    await conn.executemany(
+        f"INSERT INTO messages({_MSG_COLS}) VALUES (:id, :session_id, :seq, :role, :content, :name, :tool_calls, "
+        ":tool_call_id, :metadata, :created_at)", [{**m, "session_id": session_id} for m in prepared])
+    await conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (to_db_time(utcnow()), session_id))
+
+
+async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Message]:
+    db = await ab._open()
+    check_id(session_id, "session_id")
+    if not isinstance(messages, list):
+        raise ValidationError("messages must be a list")
+    if not messages:
+        return []
+    prepared = [_prepare(m) for m in messages]
+    async with db.transaction() as conn:
+        if await (await conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))).fetchone() is None:
+            raise NotFoundError(f"session {session_id!r} not found")
+        await _insert_messages(conn, session_id, prepared)
+    ids = [m["id"] for m in prepared]
+    rows = await db.fetchall(f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({','.join('?' * len(ids))}) "
+                             "ORDER BY seq", ids)
+    return [_message(r) for r in rows]
+
+
+async def replace_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Message]:
+    db = await ab._open()
+    check_id(session_id, "session_id")
+    prepared = [_prepare(m) for m in messages]
+    now = to_db_time(utcnow())
+    async with db.transaction() as conn:
+        await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "
+                           "VALUES (?, 'open', '{}', ?, ?) ON CONFLICT(id) DO NOTHING", (session_id, now, now))
+        await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        await conn.execute("UPDATE sessions SET committed_seq = 0 WHERE id = ?", (session_id,))
+        if prepared:
+            await _insert_messages(conn, session_id, prepared)
+    return await get_messages(ab, session_id, limit=None, order="asc", after_seq=None, before_seq=None)
+
+
+async def get_messages(ab: Any, session_id: str, *, limit: int | None, order: str, after_seq: int | None,
+                       before_seq: int | None) -> list[Message]:
+    db = await ab._open()
+    if order not in ("asc", "desc"):
+        raise ValidationError("order must be 'asc' or 'desc'")
+    sql, params = f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ?", [check_id(session_id, "session_id")]
+    if after_seq is not None:
+        sql += " AND seq > ?"
+        params.append(int(after_seq))
+    if before_seq is not None:
+        sql += " AND seq < ?"
+        params.append(int(before_seq))
+    sql += f" ORDER BY seq {order}"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(check_limit(limit, "limit", maximum=1_000_000))
+    return [_message(r) for r in await db.fetchall(sql, params)]
+
+
+async def get_message(ab: Any, session_id: str, message_id: str) -> Message | None:
+    db = await ab._open()
+    row = await db.fetchone(f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? AND id = ?",
+                            (check_id(session_id, "session_id"), check_id(message_id, "message_id")))
+    return _message(row) if row else None
+
+
+async def update_message(ab: Any, session_id: str, message_id: str, *, metadata: dict[str, Any]) -> Message:
+    db = await ab._open()
+    meta = _check_meta(metadata)
+    async with db.transaction() as conn:
+        cur = await conn.execute("UPDATE messages SET metadata = ? WHERE session_id = ? AND id = ?",
+                                 (json.dumps(meta, ensure_ascii=False), check_id(session_id, "session_id"),
+                                  check_id(message_id, "message_id")))
+        if cur.rowcount == 0:
+            raise NotFoundError(f"message {message_id!r} not found in session {session_id!r}")
+    msg = await get_message(ab, session_id, message_id)
+    assert msg is not None
+    return msg
+
+
+async def delete_message(ab: Any, session_id: str, message_id: str) -> Message | None:
+    db = await ab._open()
+    msg = await get_message(ab, session_id, message_id)
+    if msg is None:
+        return None
+    async with db.transaction() as conn:
+        await conn.execute("DELETE FROM messages WHERE session_id = ? AND id = ?", (session_id, message_id))
+    return msg
+
+
+async def clear_messages(ab: Any, session_id: str) -> int:
+    db = await ab._open()
+    async with db.transaction() as conn:
+        cur = await conn.execute("DELETE FROM messages WHERE session_id = ?", (check_id(session_id, "session_id"),))
+        await conn.execute("UPDATE sessions SET committed_seq = 0 WHERE id = ?", (session_id,))
+        return cur.rowcount
+
+
+# ---------------------------------------------------------------------------------------------------- commit
+async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
+    """See :meth:`AgentBase.commit_session`."""
+    db = await ab._open()
+    session = await get_session(ab, session_id)
+    if session is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    new = await get_messages(ab, session_id, limit=None, order="asc", after_seq=session.committed_seq,
+                             before_seq=None)
+    result = {"session_id": session_id, "messages": len(new), "turns": 0, "facts_added": 0, "facts_hardened": 0,
+              "facts_superseded": 0, "summary_id": None}
+    if not new:
+        return result
+    owners = {"user_id": session.user_id, "agent_id": session.agent_id, "project_id": session.project_id}
+    turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
+    texts = [m.content for m in turns]
+    extractor = ab.extractor
+    entity_lists = extractor.extract_many(texts) if hasattr(extractor, "extract_many") else \
+        [extractor.extract(t) for t in texts]
+    from .ner import entity_tags
+
+    embed = ab._embed_enabled()
+    now = utcnow()
+    links: list[tuple[str, str, str, int | None]] = []
+    async with db.transaction() as conn:
+        for msg, ents in zip(turns, entity_lists):
+            tags = entity_tags(ents)
+            entry = ab._build_entry(
+                msg.content, category="turn", tags=tags, metadata={"role": msg.role, "speaker": msg.name,
+                                                                   "message_id": msg.id, "message_seq": msg.seq},
+                scope=Scope.SESSION, owners={**owners, "session_id": session_id}, confidence=1.0,
+                importance=0.3, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
+                extra={})
+            await insert_entry(conn, entry, fact_key=None, embed=embed)
+            links.append((session_id, entry.id, "turn", msg.seq))
+            result["turns"] += 1
+            if msg.role == "user":
+                for fact in extract_facts(msg.content):
+                    outcome, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, embed, now)
+                    result[outcome] += 1
+                    links.append((session_id, eid, "fact", msg.seq))
+        summary_id = await _store_summary(ab, conn, session, owners, embed)
+        if summary_id:
+            links.append((session_id, summary_id, "summary", None))
+            result["summary_id"] = summary_id
+        await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
+                               "VALUES (?, ?, ?, ?)", links)
+        await conn.execute("UPDATE sessions SET committed_seq = ?, status = 'committed', updated_at = ? WHERE id = ?",
+                           (new[-1].seq, to_db_time(now), session_id))
+    return result
+
+
+async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], session_id: str, msg: Message,
+                      tags: list[str], embed: bool, now: Any) -> tuple[str, str]:
+    """Insert, harden or supersede one extracted fact. Returns (result key, entry id)."""
+    owner_sql = " AND ".join(f"{k} IS ?" for k in owners)
+    owner_params = list(owners.values())
+    text_hash = content_hash(fact.text)
+    row = await (await conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND category = ? AND status = 'active' "
+        f"AND superseded_by IS NULL AND {owner_sql} LIMIT 1", [text_hash, fact.category, *owner_params])).fetchone()
+    if row is not None:
+        old = row_to_entry(row)
+        hardened = old.model_copy(update={"confidence": min(1.0, old.confidence + ab.settings.ingest.confidence_step),
+                                          "updated_at": now})
+        await update_entry_row(conn, row[0], old, hardened, engine=ab.db.vector_engine, embed=embed)
+        return "facts_hardened", old.id
+    entry = ab._build_entry(
+        fact.text, category=fact.category, tags=tags, metadata={"source": "session", "message_id": msg.id,
+                                                                "fact_key": fact.subject_key, "value": fact.value},
+        scope=Scope.GLOBAL, owners={**owners, "session_id": session_id}, confidence=float(fact.confidence),
+        importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None, extra={})
+    outcome = "facts_added"
+    if fact.subject_key:
+        prev = await (await conn.execute(
+            f"SELECT rid, id, l2_full FROM entries WHERE fact_key = ? AND status = 'active' AND superseded_by IS NULL "
+            f"AND {owner_sql}", [fact.subject_key, *owner_params])).fetchall()
+        for rid, old_id, old_text in prev:
+            await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE rid = ?",
+                               (entry.id, to_db_time(now), rid))
+            await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
+                                 {"superseded_by": entry.id})
+            outcome = "facts_superseded"
+    await insert_entry(conn, entry, fact_key=fact.subject_key, embed=embed)
+    return outcome, entry.id
+
+
+async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any], embed: bool) -> str | None:
+    rows = await (await conn.execute("SELECT role, content FROM messages WHERE session_id = ? ORDER BY seq",
+                                     (session.id,))).fetchall()
+    text = summarize_session([(r[0], r[1]) for r in rows if r[0] in TURN_ROLES])
+    if not text.strip():
+        return None
+    existing = await (await conn.execute(
+        f"SELECT {entry_columns('e')} FROM entries e JOIN session_memory_links l ON l.entry_id = e.id "
+        "WHERE l.session_id = ? AND l.kind = 'summary'", (session.id,))).fetchone()
+    last_time = await (await conn.execute("SELECT MAX(created_at) FROM messages WHERE session_id = ?",
+                                          (session.id,))).fetchone()
+    if existing is not None:
+        old = row_to_entry(existing)
+        new = old.model_copy(update={"l2_full": text, "l0_abstract": l0_abstract(text), "l1_overview": l1_overview(text),
+                                     "content_hash": content_hash(text), "updated_at": utcnow(),
+                                     "event_time": from_db_time(last_time[0])})
+        await update_entry_row(conn, existing[0], old, new, engine=ab.db.vector_engine, embed=embed)
+        return old.id
+    entry = ab._build_entry(text, category="summary", tags=[], metadata={"source": "session_summary"},
+                            scope=Scope.SESSION, owners={**owners, "session_id": session.id}, confidence=1.0,
+                            importance=0.5, event_time=from_db_time(last_time[0]), context_type=ContextType.MEMORY,
+                            entry_id=None, extra={})
+    await insert_entry(conn, entry, fact_key=None, embed=embed)
+    return entry.id

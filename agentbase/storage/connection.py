@@ -1,0 +1,306 @@
+"""SQLite connections: driver choice, PRAGMAs, extension loading, transactions and error translation.
+
+Driver choice (ARCHITECTURE.md section 4): the stdlib ``sqlite3`` when it can load extensions, else
+``sqlean-py`` (a maintained SQLite build with extension loading and FTS5). Both run through aiosqlite, which accepts
+any sqlite3-compatible connect function. ``sqlite-vec`` provides the vector index; if it cannot load, vector search
+falls back to a numpy scan over the stored vectors and the reason is reported (``Database.degrade_reason``).
+
+Concurrency: WAL, ``busy_timeout``, one writer connection per process serialised by an ``asyncio.Lock``, a separate
+reader connection; ``BEGIN IMMEDIATE`` is retried on SQLITE_BUSY so several processes can share one file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from ..errors import SchemaVersionError, StorageError
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["DRIVER_ERRORS", "Database", "Result", "Writer", "open_database"]
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [sqlite3.Error]
+    with contextlib.suppress(ImportError):
+        import sqlean
+
+        errors.append(sqlean.Error)
+    return tuple(errors)
+
+
+DRIVER_ERRORS = _driver_errors()
+
+
+def _load_vec(conn: Any) -> str | None:
+    """Load sqlite-vec into ``conn``; return None on success or the reason it failed."""
+    try:
+        import sqlite_vec
+    except ImportError:
+        return "sqlite-vec is not installed"
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except (AttributeError, *DRIVER_ERRORS) as exc:
+        return f"sqlite-vec failed to load: {exc}"
+    return None
+
+
+def _choose_driver() -> tuple[Callable[..., Any], str]:
+    """Return (connect function, driver name): stdlib sqlite3 when it loads extensions, else sqlean."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        if hasattr(probe, "enable_load_extension") and _load_vec(probe) is None:
+            return sqlite3.connect, "sqlite3"
+    finally:
+        probe.close()
+    try:
+        import sqlean
+    except ImportError:
+        return sqlite3.connect, "sqlite3"
+    return sqlean.connect, "sqlean"
+
+
+def _is_busy(exc: BaseException) -> bool:
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+class Result:
+    """Rows of one statement, fetched completely so no statement stays open (an open SELECT would keep a stale
+    WAL snapshot and make the next ``BEGIN IMMEDIATE`` fail with SQLITE_BUSY)."""
+
+    def __init__(self, rows: list[tuple], rowcount: int, lastrowid: int | None):
+        self.rows = rows
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    async def fetchone(self) -> tuple | None:
+        return self.rows[0] if self.rows else None
+
+    async def fetchall(self) -> list[tuple]:
+        return self.rows
+
+
+class Writer:
+    """The writer connection as seen inside :meth:`Database.transaction`: every statement is run to completion."""
+
+    def __init__(self, conn: aiosqlite.Connection):
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Result:
+        async with self._conn.execute(sql, params) as cur:
+            rows = list(await cur.fetchall())
+            return Result(rows, cur.rowcount, cur.lastrowid)
+
+    async def executemany(self, sql: str, seq: Iterable[Any]) -> None:
+        async with self._conn.executemany(sql, seq):
+            pass
+
+
+class Database:
+    """Two aiosqlite connections to one file (a serialised writer and a reader) plus driver facts.
+
+    Attributes:
+        path: the database file.
+        driver: ``"sqlite3"`` or ``"sqlean"``.
+        vector_engine: ``"sqlite-vec"`` or ``"numpy"`` (the fallback).
+        degrade_reason: why the fallback is used, or None.
+    """
+
+    def __init__(self, path: Path, busy_timeout_s: float, vector_engine: str = "auto", synchronous: str = "FULL"):
+        self.path = path
+        self.busy_timeout_s = busy_timeout_s
+        self._requested_engine = vector_engine
+        self.synchronous = "NORMAL" if synchronous == "NORMAL" else "FULL"
+        self.driver = ""
+        self.vector_engine = "numpy"
+        self.degrade_reason: str | None = None
+        self.writer: aiosqlite.Connection | None = None
+        self.reader: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+
+    async def _connect(self) -> aiosqlite.Connection:
+        connect, self.driver = _choose_driver()
+        busy_ms = int(self.busy_timeout_s * 1000)
+        want_vec = self._requested_engine != "numpy"
+        reasons: list[str] = []
+
+        def connector() -> Any:
+            conn = connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None,
+                           check_same_thread=False)
+            if want_vec:
+                reason = _load_vec(conn)
+                if reason:
+                    reasons.append(reason)
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            return conn
+
+        conn = aiosqlite.Connection(connector, 64)
+        await conn
+        if not want_vec:
+            self.vector_engine, self.degrade_reason = "numpy", "vector engine set to numpy in settings"
+        elif reasons:
+            self.vector_engine, self.degrade_reason = "numpy", reasons[0] + "; using the numpy fallback index"
+        else:
+            self.vector_engine, self.degrade_reason = "sqlite-vec", None
+        return conn
+
+    async def open(self, *, migrate_to: int = SCHEMA_VERSION) -> None:
+        """Open both connections, enable WAL and apply pending migrations.
+
+        Raises:
+            SchemaVersionError: the file is newer than this code.
+            StorageError: the file cannot be opened (not a database, permissions, ...).
+        """
+        try:
+            self.writer = await self._connect()
+            await self._retry_busy(lambda: Writer(self.writer).execute("PRAGMA journal_mode = WAL"))
+            await self._migrate(migrate_to)
+            self.reader = await self._connect()
+        except DRIVER_ERRORS as exc:
+            await self.close()
+            raise StorageError(f"cannot open {self.path}: {exc}") from exc
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _retry_busy(self, op: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + self.busy_timeout_s
+        delay = 0.01
+        while True:
+            try:
+                return await op()
+            except DRIVER_ERRORS as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 0.5)
+
+    async def _migrate(self, target: int) -> None:
+        async with self.transaction() as conn:
+            await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = await (await conn.execute("SELECT MAX(version) FROM schema_version")).fetchone()
+            current = row[0] or 0
+            if current > SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"{self.path} has schema version {current}, newer than this AgentBase ({SCHEMA_VERSION}); "
+                    f"upgrade agentbase to open it"
+                )
+            for version in range(current + 1, target + 1):
+                for statement in _split_sql(MIGRATIONS[version - 1]):
+                    await conn.execute(statement)
+                await conn.execute("INSERT INTO schema_version(version) VALUES (?)", (version,))
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Writer]:
+        """Serialise a write transaction: ``BEGIN IMMEDIATE`` (retried on SQLITE_BUSY), then COMMIT or ROLLBACK.
+
+        Yields:
+            The writer connection; everything executed on it commits atomically when the block exits.
+
+        Raises:
+            StorageError: a driver error inside the block (the transaction is rolled back).
+        """
+        if self.writer is None:
+            raise StorageError("database is closed")
+        async with self._write_lock:
+            writer = Writer(self.writer)
+            await self._retry_busy(lambda: writer.execute("BEGIN IMMEDIATE"))
+            try:
+                yield writer
+            except BaseException as exc:
+                with contextlib.suppress(*DRIVER_ERRORS):
+                    await writer.execute("ROLLBACK")
+                if isinstance(exc, DRIVER_ERRORS):
+                    raise StorageError(f"write failed: {exc}") from exc
+                raise
+            else:
+                try:
+                    await writer.execute("COMMIT")
+                except DRIVER_ERRORS as exc:
+                    with contextlib.suppress(*DRIVER_ERRORS):
+                        await writer.execute("ROLLBACK")
+                    raise StorageError(f"commit failed: {exc}") from exc
+
+    async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        """Run a read query on the reader connection and return all rows.
+
+        Raises:
+            StorageError: the driver failed.
+        """
+        if self.reader is None:
+            raise StorageError("database is closed")
+        try:
+            async with self.reader.execute(sql, params) as cur:
+                return list(await cur.fetchall())
+        except DRIVER_ERRORS as exc:
+            raise StorageError(f"query failed: {exc}") from exc
+
+    async def fetchone(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple | None:
+        """Like :meth:`fetchall` but return the first row or None."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def close(self) -> None:
+        """Close both connections (idempotent)."""
+        for name in ("reader", "writer"):
+            conn = getattr(self, name)
+            setattr(self, name, None)
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+
+
+def _split_sql(script: str) -> Iterable[str]:
+    """Split a migration script into statements, keeping trigger bodies (``BEGIN ... END;``) whole."""
+    buf: list[str] = []
+    depth = 0
+    for line in script.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        buf.append(line)
+        upper = stripped.upper()
+        if upper.startswith("CREATE TRIGGER"):
+            depth = 1
+        if depth and upper == "END;":
+            depth = 0
+        if not depth and stripped.endswith(";"):
+            yield "\n".join(buf)
+            buf = []
+    if buf:
+        yield "\n".join(buf)
+
+
+async def open_database(path: str | Path, *, busy_timeout_s: float = 30.0, vector_engine: str = "auto",
+                        synchronous: str = "FULL", migrate_to: int = SCHEMA_VERSION) -> Database:
+    """Open (creating if needed) and migrate the database at ``path``.
+
+    Args:
+        path: file path; parent folders must exist.
+        busy_timeout_s: seconds to wait for another process's write lock.
+        vector_engine: ``"auto"``, ``"sqlite-vec"`` or ``"numpy"``.
+        synchronous: ``"FULL"`` (durable across power loss) or ``"NORMAL"`` (across process crashes).
+        migrate_to: schema version to migrate to (tests use older versions to exercise upgrades).
+
+    Returns:
+        An open :class:`Database`.
+
+    Raises:
+        SchemaVersionError, StorageError: see :meth:`Database.open`.
+    """
+    db = Database(Path(path), busy_timeout_s, vector_engine, synchronous)
+    await db.open(migrate_to=migrate_to)
+    return db

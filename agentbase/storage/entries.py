@@ -1,0 +1,162 @@
+"""Entry repository: row mapping and the single-transaction write operations (entry, tags, FTS, history, job).
+
+Every function that writes takes the open writer connection of a transaction; the FTS rows follow through
+triggers, the vector row is removed in the same transaction when the text changes, and an embedding job is queued
+in the same transaction so that the vector catches up after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from ..index.fts import fts_document
+from ..index.vector import delete_vector
+from ..models import ContextType, Entry, HistoryEvent, Scope
+from ..timeutil import from_db_time, to_db_time
+
+__all__ = [
+    "ENTRY_COLUMNS",
+    "delete_entry_row",
+    "enqueue_job",
+    "entry_columns",
+    "insert_entry",
+    "record_history",
+    "row_to_entry",
+    "row_to_history",
+    "update_entry_row",
+]
+
+ENTRY_COLUMNS = (
+    "rid, id, context_type, category, l0_abstract, l1_overview, l2_full, tags, metadata, scope, user_id, agent_id, "
+    "project_id, session_id, confidence, importance, created_at, updated_at, event_time, content_hash, "
+    "access_count, last_accessed_at, superseded_by, status, uri, mime_type, name, description"
+)
+_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
+
+
+def entry_columns(alias: str) -> str:
+    """:data:`ENTRY_COLUMNS` qualified with a table alias (``e.rid, e.id, ...``) for joins."""
+    return ", ".join(f"{alias}.{c}" for c in _NAMES)
+
+
+def row_to_entry(row: tuple) -> Entry:
+    """Map a row selected with :data:`ENTRY_COLUMNS` (with the ``e.`` alias or none) to an :class:`Entry`."""
+    d = dict(zip(_NAMES, row))
+    d.pop("rid")
+    d["tags"] = json.loads(d["tags"])
+    d["metadata"] = json.loads(d["metadata"])
+    d["context_type"] = ContextType(d["context_type"])
+    d["scope"] = Scope(d["scope"])
+    for key in ("created_at", "updated_at", "event_time", "last_accessed_at"):
+        d[key] = from_db_time(d[key])
+    return Entry(**d)
+
+
+def row_to_history(row: tuple) -> HistoryEvent:
+    """Map ``(id, entry_id, event, old_value, new_value, metadata, created_at)`` to a :class:`HistoryEvent`."""
+    return HistoryEvent(id=row[0], entry_id=row[1], event=row[2], old_value=row[3], new_value=row[4],
+                        metadata=json.loads(row[5]), created_at=from_db_time(row[6]))
+
+
+async def enqueue_job(conn: Any, kind: str, target: str, now: str) -> None:
+    """Queue (or re-arm) a job; one row per (kind, target)."""
+    await conn.execute(
+        "INSERT INTO jobs(kind, target, status, attempts, next_run_at, created_at, updated_at) "
+        "VALUES (?, ?, 'pending', 0, ?, ?, ?) "
+        "ON CONFLICT(kind, target) DO UPDATE SET status='pending', attempts=0, next_run_at=excluded.next_run_at, "
+        "last_error=NULL, updated_at=excluded.updated_at",
+        (kind, target, now, now, now),
+    )
+
+
+async def record_history(conn: Any, entry_id: str, event: str, old: str | None, new: str | None, now: str,
+                         metadata: dict[str, Any] | None = None) -> None:
+    """Append one ADD / UPDATE / DELETE event to ``entry_history``."""
+    await conn.execute(
+        "INSERT INTO entry_history(id, entry_id, event, old_value, new_value, metadata, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (str(uuid.uuid4()), entry_id, event, old, new, json.dumps(metadata or {}), now),
+    )
+
+
+async def _write_tags(conn: Any, rid: int, tags: list[str]) -> None:
+    await conn.execute("DELETE FROM entry_tags WHERE rid = ?", (rid,))
+    await conn.executemany("INSERT OR IGNORE INTO entry_tags(rid, tag) VALUES (?, ?)", [(rid, t) for t in tags])
+
+
+def _fts_source(entry: Entry) -> str:
+    # Tags (entity names) and a resource's/skill's name join the text so keyword search reaches them.
+    extra = " ".join(t.removeprefix("ner_").replace("_", " ") for t in entry.tags)
+    parts = [entry.name or "", entry.description or "", entry.l2_full, extra]
+    return fts_document("\n".join(p for p in parts if p))
+
+
+async def insert_entry(conn: Any, entry: Entry, *, fact_key: str | None, embed: bool) -> int:
+    """Insert ``entry`` with its tags, an ADD history event and (if ``embed``) an embedding job.
+
+    Returns:
+        The new row id.
+    """
+    now = to_db_time(entry.updated_at)
+    cur = await conn.execute(
+        "INSERT INTO entries(id, context_type, category, l0_abstract, l1_overview, l2_full, fts_text, tags, "
+        "metadata, scope, user_id, agent_id, project_id, session_id, confidence, importance, created_at, "
+        "updated_at, event_time, content_hash, fact_key, access_count, last_accessed_at, superseded_by, status, "
+        "uri, mime_type, name, description) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            entry.id, entry.context_type.value, entry.category, entry.l0_abstract, entry.l1_overview,
+            entry.l2_full, _fts_source(entry), json.dumps(entry.tags, ensure_ascii=False),
+            json.dumps(entry.metadata, ensure_ascii=False), entry.scope.value, entry.user_id, entry.agent_id,
+            entry.project_id, entry.session_id, entry.confidence, entry.importance,
+            to_db_time(entry.created_at), now,
+            to_db_time(entry.event_time) if entry.event_time else None, entry.content_hash, fact_key,
+            entry.access_count, None, entry.superseded_by, entry.status, entry.uri, entry.mime_type,
+            entry.name, entry.description,
+        ),
+    )
+    rid = cur.lastrowid
+    await _write_tags(conn, rid, entry.tags)
+    await record_history(conn, entry.id, "ADD", None, entry.l2_full, now)
+    if embed:
+        await enqueue_job(conn, "embed", entry.id, now)
+    return rid
+
+
+async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str, embed: bool) -> None:
+    """Write ``new`` over row ``rid``; if the text changed, drop the stale vector and queue a new one."""
+    now = to_db_time(new.updated_at)
+    await conn.execute(
+        "UPDATE entries SET category=?, l0_abstract=?, l1_overview=?, l2_full=?, fts_text=?, tags=?, metadata=?, "
+        "scope=?, confidence=?, importance=?, updated_at=?, event_time=?, content_hash=?, superseded_by=?, "
+        "status=?, uri=?, mime_type=?, name=?, description=? WHERE rid=?",
+        (
+            new.category, new.l0_abstract, new.l1_overview, new.l2_full, _fts_source(new),
+            json.dumps(new.tags, ensure_ascii=False), json.dumps(new.metadata, ensure_ascii=False),
+            new.scope.value, new.confidence, new.importance, now,
+            to_db_time(new.event_time) if new.event_time else None, new.content_hash, new.superseded_by,
+            new.status, new.uri, new.mime_type, new.name, new.description, rid,
+        ),
+    )
+    if new.tags != old.tags:
+        await _write_tags(conn, rid, new.tags)
+    if new.l2_full != old.l2_full:
+        await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now)
+        await delete_vector(conn, engine, rid)
+        if embed:
+            await enqueue_job(conn, "embed", new.id, now)
+    elif new.metadata != old.metadata or new.tags != old.tags or new.category != old.category:
+        await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now,
+                             {"fields": [f for f in ("metadata", "tags", "category")
+                                         if getattr(new, f) != getattr(old, f)]})
+
+
+async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, now: str) -> None:
+    """Delete the entry, its tags, vector, links and pending job, and record a DELETE event."""
+    await delete_vector(conn, engine, rid)
+    await conn.execute("DELETE FROM entries WHERE rid = ?", (rid,))
+    await conn.execute("DELETE FROM session_memory_links WHERE entry_id = ?", (entry.id,))
+    await conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND target = ?", (entry.id,))
+    await record_history(conn, entry.id, "DELETE", entry.l2_full, None, now)

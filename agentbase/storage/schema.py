@@ -1,0 +1,195 @@
+"""Schema and ordered migrations.
+
+The file records its version in ``schema_version``. Opening an older file applies the missing migrations in
+one ``BEGIN IMMEDIATE`` transaction (so concurrent first opens create the schema exactly once); a file newer
+than this code is refused with :class:`~agentbase.errors.SchemaVersionError`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+
+_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE entries (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    context_type TEXT NOT NULL DEFAULT 'memory',
+    category TEXT NOT NULL DEFAULT 'fact',
+    l0_abstract TEXT NOT NULL DEFAULT '',
+    l1_overview TEXT NOT NULL DEFAULT '',
+    l2_full TEXT NOT NULL,
+    fts_text TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    scope TEXT NOT NULL DEFAULT 'global',
+    user_id TEXT, agent_id TEXT, project_id TEXT, session_id TEXT,
+    confidence REAL NOT NULL DEFAULT 1.0,
+    importance REAL NOT NULL DEFAULT 0.5,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    event_time TEXT,
+    content_hash TEXT NOT NULL,
+    fact_key TEXT,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at TEXT,
+    superseded_by TEXT,
+    status TEXT NOT NULL DEFAULT 'active',
+    uri TEXT, mime_type TEXT, name TEXT, description TEXT
+);
+CREATE INDEX ix_entries_user ON entries(user_id);
+CREATE INDEX ix_entries_agent ON entries(agent_id);
+CREATE INDEX ix_entries_session ON entries(session_id);
+CREATE INDEX ix_entries_hash ON entries(content_hash);
+CREATE INDEX ix_entries_type ON entries(context_type, category);
+CREATE INDEX ix_entries_time ON entries(COALESCE(event_time, created_at));
+CREATE INDEX ix_entries_fact_key ON entries(fact_key) WHERE fact_key IS NOT NULL;
+
+CREATE TABLE entry_tags (
+    rid INTEGER NOT NULL REFERENCES entries(rid) ON DELETE CASCADE,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (tag, rid)
+) WITHOUT ROWID;
+CREATE INDEX ix_entry_tags_rid ON entry_tags(rid);
+
+CREATE VIRTUAL TABLE entries_fts USING fts5(
+    fts_text, content='entries', content_rowid='rid', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER entries_fts_ai AFTER INSERT ON entries BEGIN
+    INSERT INTO entries_fts(rowid, fts_text) VALUES (new.rid, new.fts_text);
+END;
+CREATE TRIGGER entries_fts_ad AFTER DELETE ON entries BEGIN
+    INSERT INTO entries_fts(entries_fts, rowid, fts_text) VALUES ('delete', old.rid, old.fts_text);
+END;
+CREATE TRIGGER entries_fts_au AFTER UPDATE OF fts_text ON entries BEGIN
+    INSERT INTO entries_fts(entries_fts, rowid, fts_text) VALUES ('delete', old.rid, old.fts_text);
+    INSERT INTO entries_fts(rowid, fts_text) VALUES (new.rid, new.fts_text);
+END;
+
+CREATE TABLE entry_history (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    entry_id TEXT NOT NULL,
+    event TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'DELETE')),
+    old_value TEXT,
+    new_value TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX ix_history_entry ON entry_history(entry_id);
+
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT, agent_id TEXT, project_id TEXT,
+    status TEXT NOT NULL DEFAULT 'open',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    committed_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX ix_sessions_user ON sessions(user_id);
+
+CREATE TABLE messages (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    name TEXT,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    UNIQUE (session_id, seq)
+);
+
+CREATE TABLE session_memory_links (
+    session_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    message_seq INTEGER,
+    PRIMARY KEY (session_id, entry_id)
+) WITHOUT ROWID;
+CREATE INDEX ix_links_entry ON session_memory_links(entry_id);
+
+CREATE TABLE embeddings (
+    rid INTEGER PRIMARY KEY REFERENCES entries(rid) ON DELETE CASCADE,
+    model_id TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
+
+CREATE TABLE embedding_cache (
+    model_id TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model_id, text_hash)
+) WITHOUT ROWID;
+
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'running', 'done', 'failed', 'deferred')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_run_at TEXT NOT NULL,
+    last_error TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (kind, target)
+);
+CREATE INDEX ix_jobs_due ON jobs(status, next_run_at);
+
+CREATE TABLE retrieval_traces (
+    id TEXT PRIMARY KEY,
+    query TEXT NOT NULL,
+    params TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    total_ms REAL NOT NULL,
+    result_ids TEXT NOT NULL DEFAULT '[]',
+    degrade_reason TEXT
+);
+CREATE TABLE trace_steps (
+    trace_id TEXT NOT NULL REFERENCES retrieval_traces(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    latency_ms REAL NOT NULL,
+    candidates_in INTEGER NOT NULL DEFAULT 0,
+    candidates_out INTEGER NOT NULL DEFAULT 0,
+    details TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (trace_id, idx)
+) WITHOUT ROWID;
+"""
+
+# Version 2: the temporal entity graph (entities with aliases; relations with validity intervals).
+_V2 = """
+CREATE TABLE entities (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    norm_name TEXT NOT NULL UNIQUE,
+    type TEXT,
+    aliases TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL
+);
+CREATE TABLE relations (
+    id TEXT PRIMARY KEY,
+    subject_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    predicate TEXT NOT NULL,
+    object_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    valid_from TEXT,
+    valid_to TEXT,
+    source_entry_id TEXT,
+    confidence REAL NOT NULL DEFAULT 1.0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX ix_relations_subject ON relations(subject_id, predicate);
+CREATE INDEX ix_relations_object ON relations(object_id);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
+SCHEMA_VERSION = len(MIGRATIONS)

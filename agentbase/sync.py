@@ -1,0 +1,55 @@
+"""The sync facade: a blocking twin of every public :class:`~agentbase.engine.AgentBase` coroutine.
+
+Works anywhere, including inside ``async def main()`` (the call blocks the caller's thread while the engine loop,
+a separate thread, does the work), so sync adapters can be used from async code as the seed examples do.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Any
+
+from ._loop import engine_loop
+from .engine import AgentBase
+
+__all__ = ["SyncAgentBase"]
+
+
+class SyncAgentBase:
+    """Blocking version of :class:`AgentBase` with the same method names and arguments.
+
+    Args:
+        path: database file (ignored when ``db`` is given).
+        db: an existing :class:`AgentBase` to wrap (shares its connections).
+        **kwargs: passed to :class:`AgentBase` (``settings``, ``embedder``, ``config_file``).
+
+    Example:
+        >>> db = SyncAgentBase(path="./my_agent.db")                      # doctest: +SKIP
+        >>> db.add_memory("User prefers Python 3.12", user_id="alice")   # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | Path = "agentbase.db", *, db: AgentBase | None = None, **kwargs: Any):
+        self.aio = db if db is not None else AgentBase(path, **kwargs)
+
+    def __enter__(self) -> SyncAgentBase:
+        self.initialize()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.aio, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+        impl = getattr(attr, "__wrapped__", None)
+
+        @functools.wraps(impl or attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            coro = impl(self.aio, *args, **kwargs) if impl is not None else attr(*args, **kwargs)
+            result = engine_loop().run_sync(coro)
+            return self if result is self.aio else result
+
+        return call

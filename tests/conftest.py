@@ -1,0 +1,44 @@
+"""Shared fixtures: real SQLite files in a temp folder; the hash embedder keeps unit tests fast and offline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentbase import AgentBase, load_settings
+from agentbase.embeddings import HashEmbedder
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+LONGMEMEVAL = SHARED / "data" / "longmemeval" / "longmemeval_s_dev.json.xz"
+LOCOMO = SHARED / "data" / "locomo" / "locomo_dev.json"
+ONNX_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+
+
+def make_db(path: Path, *, dims: int = 64, ner: str = "regex", embedder=None) -> AgentBase:
+    """An AgentBase on ``path`` with the hash embedder (or ``embedder``) and the regex NER."""
+    settings = load_settings(ner=ner)
+    return AgentBase(path, settings=settings, embedder=embedder or HashEmbedder(dims=dims))
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "agent.db"
+
+
+@pytest.fixture
+async def db(db_path: Path):
+    ab = make_db(db_path)
+    await ab.initialize()
+    yield ab
+    await ab.close()
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared data/model folder is not beside this checkout)")
+    return path
+
+
+os.environ.setdefault("AGENTBASE_TEST", "1")

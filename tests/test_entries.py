@@ -1,0 +1,104 @@
+"""Entry CRUD, dedup, history, and that update/delete reach every index at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentbase import NotFoundError, ValidationError
+
+
+async def test_add_get_update_delete_history(db):
+    e = await db.add_memory("User prefers Python 3.12", category="preference", tags=["python"], user_id="alice")
+    got = await db.get(e.id)
+    assert got.l2_full == "User prefers Python 3.12"
+    assert got.category == "preference" and "python" in got.tags and got.user_id == "alice"
+    assert len(got.l0_abstract) <= 50 and len(got.l1_overview) <= 300
+    await db.update(e.id, "User prefers Python 3.13")
+    await db.delete(e.id)
+    assert await db.get(e.id) is None
+    events = [(h.event, h.old_value, h.new_value) for h in await db.history(e.id)]
+    assert events == [("ADD", None, "User prefers Python 3.12"),
+                      ("UPDATE", "User prefers Python 3.12", "User prefers Python 3.13"),
+                      ("DELETE", "User prefers Python 3.13", None)]
+
+
+async def test_same_text_same_owner_gives_one_entry(db):
+    a = await db.add_memory("I like pizza", user_id="alice")
+    b = await db.add_memory("  i like PIZZA ", user_id="alice")
+    c = await db.add_memory("I like pizza", user_id="bob")
+    assert a.id == b.id and b.confidence >= a.confidence
+    assert c.id != a.id
+    assert await db.count(user_id="alice") == 1
+
+
+async def test_update_twice_leaves_one_vector_and_only_new_text_matches(db):
+    e = await db.add_memory("the deployment key is ALPHA", user_id="u")
+    await db.flush()
+    await db.update(e.id, "the deployment key is BRAVO")
+    await db.update(e.id, "the deployment key is CHARLIE")
+    await db.flush()
+    rows = await db.db.fetchall("SELECT COUNT(*) FROM embeddings")
+    assert rows[0][0] == 1
+    vec_rows = await db.db.fetchall("SELECT COUNT(*) FROM vec_entries")
+    assert vec_rows[0][0] == 1
+    for mode in ("fts", "vector", "hybrid"):
+        assert [r.entry.id for r in await db.find("ALPHA", mode="fts")] == []
+        hits = await db.find("CHARLIE deployment key", mode=mode)
+        assert hits and hits[0].entry.l2_full.endswith("CHARLIE")
+    assert not await db.find("BRAVO", mode="fts")
+
+
+async def test_delete_is_gone_from_every_mode(db):
+    e = await db.add_memory("zebra crossing near the office", user_id="u")
+    await db.flush()
+    assert (await db.find("zebra crossing", mode="vector"))[0].entry.id == e.id
+    assert await db.delete(e.id) is True
+    for mode in ("fts", "vector", "hybrid"):
+        assert all(r.entry.id != e.id for r in await db.find("zebra crossing", mode=mode))
+    assert await db.delete(e.id) is False
+
+
+async def test_bad_input_is_typed_and_writes_nothing(db):
+    for bad in ["", "   ", None, 42, "party \ud83d"]:
+        with pytest.raises(ValidationError):
+            await db.add_memory(bad, user_id="u")
+    with pytest.raises(ValidationError):
+        await db.add_memory("ok", confidence=2.0)
+    with pytest.raises(ValidationError):
+        await db.add_memory("ok", tags="not-a-list")
+    with pytest.raises(NotFoundError):
+        await db.update("no-such-id", "x")
+    assert await db.count() == 0
+    assert (await db.db.fetchall("SELECT COUNT(*) FROM entry_history"))[0][0] == 0
+
+
+async def test_large_text_is_stored_chunked_for_embedding_and_found(db):
+    filler = "lorem ipsum dolor sit amet consectetur adipiscing elit. " * 22000
+    text = filler + " The vault combination is quartz-lantern-917."
+    assert len(text) > 1_200_000
+    e = await db.add_memory(text, user_id="u")
+    assert await db.flush() == 0
+    hits = await db.find("quartz lantern vault combination", user_id="u")
+    assert hits and hits[0].entry.id == e.id
+    assert (await db.get(e.id)).l2_full == text
+
+
+async def test_owner_scoped_get_update_delete(db):
+    e = await db.add_memory("u1 secret plan", user_id="u1")
+    assert await db.get(e.id, user_id="u2") is None
+    with pytest.raises(NotFoundError):
+        await db.update(e.id, "hijacked", user_id="u2")
+    assert await db.delete(e.id, user_id="u2") is False
+    assert (await db.get(e.id)).l2_full == "u1 secret plan"
+
+
+async def test_resources_and_skills(db):
+    chunks = await db.add_resource("file:///handbook.md", "Deploys run on Fridays. " * 200, mime_type="text/markdown",
+                                   title="Handbook", chunk_chars=1000)
+    assert len(chunks) > 1 and all(c.uri == "file:///handbook.md" for c in chunks)
+    assert [c.metadata["chunk_index"] for c in chunks] == list(range(len(chunks)))
+    skill = await db.add_skill("deploy-service", "How to deploy the web service to production",
+                               "Run make deploy then check the dashboard")
+    await db.flush()
+    hits = await db.find("how do I deploy", context_type="skill")
+    assert hits[0].entry.id == skill.id and hits[0].entry.name == "deploy-service"

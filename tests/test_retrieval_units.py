@@ -1,0 +1,286 @@
+"""Unit tests for the pure retrieval functions: temporal, intent, decompose, fusion, rerank.
+
+Expected values are computed by hand in the comments. The reference time 2023-05-20 12:00 UTC is a Saturday.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agentbase.config import RetrievalSettings
+from agentbase.errors import ConfigError, UsageError
+from agentbase.retrieval.decompose import keywords, noun_phrases, sub_queries
+from agentbase.retrieval.fusion import max_rrf_score, ner_boost, signal_label, weighted_rrf
+from agentbase.retrieval.intent import INTENTS, analyze_query, detect_intents, normalize_query
+from agentbase.retrieval.rerank import (
+    Reranker,
+    apply_reranker,
+    estimate_tokens,
+    freshness,
+    heuristic_score,
+    trim_to_budget,
+)
+from agentbase.retrieval.temporal import RECENT_DAYS, has_time_expression, parse_time_range
+
+UTC = timezone.utc
+REF = datetime(2023, 5, 20, 12, 0, tzinfo=UTC)  # Saturday
+US = timedelta(microseconds=1)
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+# ---------------------------------------------------------------- temporal
+
+@pytest.mark.parametrize(("query", "start", "end_exclusive", "text"), [
+    # previous ISO week: Mon 05-08 .. Sun 05-14 (inclusive) -> exclusive end Mon 05-15
+    ("what did I do last week", day(2023, 5, 8), day(2023, 5, 15), "last week"),
+    ("yesterday", day(2023, 5, 19), day(2023, 5, 20), "yesterday"),
+    ("the day before yesterday", day(2023, 5, 18), day(2023, 5, 19), "the day before yesterday"),
+    ("last month", day(2023, 4, 1), day(2023, 5, 1), "last month"),
+    # 05-20 minus 14 days = Sat 05-06, whose ISO week is Mon 05-01 .. Sun 05-07
+    ("two weeks ago", day(2023, 5, 1), day(2023, 5, 8), "two weeks ago"),
+    ("3 days ago", day(2023, 5, 17), day(2023, 5, 18), "3 days ago"),
+    ("a few days ago", day(2023, 5, 15), day(2023, 5, 19), "a few days ago"),  # 5 .. 2 days ago
+    ("in May", day(2023, 5, 1), day(2023, 6, 1), "in May"),
+    ("in June", day(2022, 6, 1), day(2022, 7, 1), "in June"),  # June 2023 has not begun yet
+    ("in May 2022", day(2022, 5, 1), day(2022, 6, 1), "in May 2022"),
+    ("last Saturday", day(2023, 5, 13), day(2023, 5, 14), "last Saturday"),  # strictly before today
+    ("this year", day(2023, 1, 1), day(2024, 1, 1), "this year"),
+    ("last weekend", day(2023, 5, 13), day(2023, 5, 15), "last weekend"),
+    ("on May 5th", day(2023, 5, 5), day(2023, 5, 6), "on May 5th"),
+    ("2023/05/03", day(2023, 5, 3), day(2023, 5, 4), "2023/05/03"),
+    ("what happened on 5/3/2023", day(2023, 5, 3), day(2023, 5, 4), "5/3/2023"),  # dateparser, month first
+    ("between March and April", day(2023, 3, 1), day(2023, 5, 1), "between March and April"),
+    ("昨天我吃了什么", day(2023, 5, 19), day(2023, 5, 20), "昨天"),
+    ("上周", day(2023, 5, 8), day(2023, 5, 15), "上周"),
+    ("上个月", day(2023, 4, 1), day(2023, 5, 1), "上个月"),
+    ("去年", day(2022, 1, 1), day(2023, 1, 1), "去年"),
+    ("三天前", day(2023, 5, 17), day(2023, 5, 18), "三天前"),
+    ("两个月前", day(2023, 3, 1), day(2023, 4, 1), "两个月前"),
+    ("上周六", day(2023, 5, 13), day(2023, 5, 14), "上周六"),
+    ("2023年3月", day(2023, 3, 1), day(2023, 4, 1), "2023年3月"),
+    ("去年五月三号", day(2022, 5, 3), day(2022, 5, 4), "去年五月三号"),
+])
+def test_parse_time_range_calendar_periods(query, start, end_exclusive, text):
+    tr = parse_time_range(query, REF)
+    assert tr is not None
+    assert (tr.date_from, tr.date_to, tr.matched_text) == (start, end_exclusive - US, text)
+    assert tr.date_from.tzinfo is not None and tr.date_from.utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize(("query", "start"), [
+    ("recently", REF - timedelta(days=RECENT_DAYS)),  # 14 days back to the reference time
+    ("最近", REF - timedelta(days=RECENT_DAYS)),
+    ("in the past 3 days", REF - timedelta(days=3)),
+    ("最近三天", REF - timedelta(days=3)),
+    ("past month", datetime(2023, 4, 20, 12, tzinfo=UTC)),
+])
+def test_parse_time_range_rolling_windows_end_at_reference(query, start):
+    tr = parse_time_range(query, REF)
+    assert tr is not None and tr.granularity == "window"
+    assert (tr.date_from, tr.date_to) == (start, REF)
+
+
+def test_parse_time_range_open_ranges():
+    since = parse_time_range("what changed since March?", REF)
+    assert (since.date_from, since.date_to, since.granularity) == (day(2023, 3, 1), REF, "open")
+    before = parse_time_range("jobs before 2020", REF)
+    assert (before.date_from, before.date_to) == (day(1970, 1, 1), day(2020, 1, 1) - US)
+    zh = parse_time_range("去年以来", REF)
+    assert (zh.date_from, zh.date_to, zh.matched_text) == (day(2022, 1, 1), REF, "去年以来")
+    # after February (from 03-01) and before May (2023, it has begun: until 05-01) -> March and April
+    both = parse_time_range("after February and before May", REF)
+    assert (both.date_from, both.date_to, both.granularity) == (day(2023, 3, 1), day(2023, 5, 1) - US, "span")
+
+
+@pytest.mark.parametrize("query", [
+    "What is my dog's name?", "May I ask about Python?", "How many weeks ago did I start using Ibotta?",
+    "I have 3 cats and 2 dogs", "我最喜欢的餐厅叫什么名字", "", "Mondays are for yoga",
+])
+def test_parse_time_range_none_without_expression(query):
+    assert parse_time_range(query, REF) is None
+    assert not has_time_expression(query)
+
+
+def test_parse_time_range_uses_reference_time_zone():
+    # 01:00 on 05-20 in Shanghai (UTC+8) is 17:00 UTC on 05-19; "yesterday" is the Shanghai day 05-19.
+    ref = datetime(2023, 5, 20, 1, 0, tzinfo=ZoneInfo("Asia/Shanghai"))
+    tr = parse_time_range("yesterday", ref)
+    assert tr.date_from == datetime(2023, 5, 18, 16, tzinfo=UTC)
+    assert tr.date_to == datetime(2023, 5, 19, 16, tzinfo=UTC) - US
+    naive = parse_time_range("yesterday", datetime(2023, 5, 20, 12))  # naive means UTC
+    assert naive.date_from == day(2023, 5, 19)
+
+
+def test_parse_time_range_spans_and_speed():
+    tr = parse_time_range("I mentioned an art event two weeks ago.", REF)
+    assert tr.spans == ((25, 38),)
+    query = "What is the name of the restaurant Alice recommended for our anniversary dinner?"
+    parse_time_range(query, REF)
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        parse_time_range(query, REF)
+    per_call_ms = (time.perf_counter() - t0) / n * 1000
+    assert per_call_ms < 0.5, per_call_ms
+
+
+# ---------------------------------------------------------------- intent
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("How many books did I buy?", {"aggregation", "multi_session"}),
+    ("When did I go to Paris?", {"temporal"}),
+    ("What did I eat last week?", {"temporal"}),  # date expression alone
+    ("How many days passed between the two trips?", {"temporal"}),  # a duration, not a count of things
+    ("What is my current job?", {"knowledge_update"}),
+    ("Do I still live in Boston?", {"knowledge_update"}),
+    ("Can you recommend a restaurant?", {"preference"}),
+    ("What is my favorite color?", {"preference"}),
+    ("How much did I spend in total on gifts?", {"aggregation", "multi_session"}),
+    ("What is my dog's name?", set()),
+    ("我什么时候去的北京", {"temporal"}),
+    ("我现在住在哪里", {"knowledge_update"}),
+    ("我一共买了多少本书", {"aggregation", "multi_session"}),
+    ("你推荐什么电影", {"preference"}),
+])
+def test_detect_intents(query, expected):
+    assert detect_intents(query) == expected
+    assert expected <= INTENTS
+
+
+def test_analyze_query():
+    a = analyze_query("  What did I buy last week and how much did I spend in total? ", REF)
+    assert a.query == "What did I buy last week and how much did I spend in total?"
+    assert a.intents == {"temporal", "aggregation", "multi_session"}
+    assert a.time_range is not None and a.time_range.date_from == day(2023, 5, 8)
+    assert a.keywords == ["buy", "spend", "total"]  # "last week" is left to the date filter
+    assert a.sub_queries == [a.query, "how much did I spend in total", "buy spend total"]
+    d = a.to_dict()
+    assert d["intents"] == ["aggregation", "multi_session", "temporal"]
+    assert d["time_range"]["date_to"] == "2023-05-14T23:59:59.999999+00:00"
+    empty = analyze_query("   ", REF)
+    assert (empty.query, empty.intents, empty.time_range) == ("", frozenset(), None)
+    assert empty.keywords == [] and empty.sub_queries == []
+    assert normalize_query("ＡＢＣ－１２３\u3000昨天") == "ABC-123 昨天"
+
+
+# ---------------------------------------------------------------- decompose
+
+def test_keywords():
+    assert keywords("What is the status of ticket ABC-123 and the 3 open bugs?") == [
+        "status", "ticket", "ABC-123", "3", "open", "bugs"]
+    assert keywords("Can you remind me what Bob's favorite e-mail client v1.2 is?") == [
+        "Bob", "favorite", "e-mail", "client", "v1.2"]
+    assert keywords("Alice met alice") == ["Alice", "met"]  # case-insensitive dedup, first spelling wins
+    assert keywords("我昨天买了什么书") == ["昨天", "买", "书"]
+    assert keywords("the and of") == []
+
+
+def test_noun_phrases():
+    assert noun_phrases("What did Alice say about the new API design?") == ["Alice say", "new API design"]
+    assert noun_phrases("apples, bananas") == ["apples", "bananas"]  # punctuation ends a phrase
+
+
+def test_sub_queries():
+    q = "What did Alice say about the budget and when is the launch party?"
+    assert sub_queries(q) == [q, "What did Alice say about the budget", "when is the launch party",
+                              "Alice say budget launch party"]
+    assert sub_queries("How many books did I buy?") == ["How many books did I buy?", "books buy"]
+    many = sub_queries("red apples, green pears, yellow bananas, purple grapes")
+    assert len(many) == 4 and many[-1] == "red apples green pears yellow bananas purple grapes"
+    assert sub_queries("   ") == []
+
+
+# ---------------------------------------------------------------- fusion
+
+def test_weighted_rrf_two_signals_by_hand():
+    fused = weighted_rrf({"fts": ["a", "b", "c"], "vector": ["b", "d"]}, {"fts": 0.4, "vector": 0.6}, k=60)
+    # a: 0.4/61 = 0.0065574; b: 0.4/62 + 0.6/61 = 0.0064516 + 0.0098361 = 0.0162877
+    # c: 0.4/63 = 0.0063492; d: 0.6/62 = 0.0096774
+    assert list(fused) == ["b", "d", "a", "c"]
+    assert fused["b"].score == pytest.approx(0.4 / 62 + 0.6 / 61)
+    assert fused["b"].score == pytest.approx(0.0162877, abs=1e-7)
+    assert fused["a"].score == pytest.approx(0.0065574, abs=1e-7)
+    assert fused["d"].score == pytest.approx(0.0096774, abs=1e-7)
+    assert fused["b"].ranks == {"fts": 2, "vector": 1}
+    assert [fused[i].matched_by for i in "bad"] == ["hybrid", "fts", "vector"]
+    assert max_rrf_score({"fts": 0.4, "vector": 0.6}, 60) == pytest.approx(1 / 61)
+
+
+def test_weighted_rrf_edge_cases():
+    fused = weighted_rrf({"fts": ["x", "x", "y"], "vector": []}, {"fts": 1.0, "vector": 1.0}, k=0)
+    assert fused["x"].score == pytest.approx(1.0)  # a repeated id keeps its first rank
+    assert fused["y"].score == pytest.approx(1 / 3)
+    with pytest.raises(ConfigError):
+        weighted_rrf({"graph": ["a"]}, {"fts": 1.0})
+    with pytest.raises(ConfigError):
+        weighted_rrf({"fts": ["a"]}, {"fts": -1.0})
+    assert signal_label({"vector", "fts", "ner"}) == "hybrid+ner"
+    assert signal_label(["graph", "fts"]) == "fts+graph"
+    assert signal_label({"vector"}) == "vector" and signal_label(set()) == ""
+
+
+def test_ner_boost_levels():
+    s = RetrievalSettings()
+    tags = ["ner_Alice", "ner_New_York", "topic"]
+    assert ner_boost({"new york"}, tags, "nothing", s) == (1.3, "strong")  # exact tag, no mention needed
+    assert ner_boost({"Alice"}, tags, "Alice went home", s) == (1.3, "strong")
+    assert ner_boost({"alice"}, ["ner_Alice_Smith"], "alice smith called", s) == (1.24, "medium")
+    assert ner_boost({"alice"}, ["ner_Alice_Smith"], "someone called", s) == (1.15, "weak")
+    assert ner_boost({"bob"}, tags, "I met Bob at noon.", s) == (1.15, "weak")
+    assert ner_boost({"bob"}, tags, "Bobby is here", s) == (1.0, "none")  # whole words only
+    assert ner_boost({"北京"}, [], "我在北京工作", s) == (1.15, "weak")
+    assert ner_boost(set(), tags, "Alice", s) == (1.0, "none")
+    custom = RetrievalSettings(ner_boost_strong=2.0)
+    assert ner_boost({"alice"}, tags, "", custom) == (2.0, "strong")
+
+
+# ---------------------------------------------------------------- rerank
+
+def test_freshness():
+    now = day(2023, 5, 31)
+    assert freshness(now - timedelta(days=30), now, 30) == pytest.approx(0.5)
+    assert freshness(now - timedelta(days=60), now, 30) == pytest.approx(0.25)
+    assert freshness(now - timedelta(days=7), now, 7) == pytest.approx(0.5)
+    assert freshness(now + timedelta(days=3), now, 30) == 1.0  # future is clipped
+    assert freshness(now, now, 30) == 1.0
+    with pytest.raises(ConfigError):
+        freshness(now, now, 0)
+
+
+def test_heuristic_score_by_hand():
+    s = RetrievalSettings()
+    assert heuristic_score(1, 1, 1, 1, 1, s) == pytest.approx(1.0)
+    # 0.6*0.5 + 0.15*0.5 + 0.1*1 + 0.1*0 + 0.05*1 = 0.3 + 0.075 + 0.1 + 0 + 0.05 = 0.525
+    assert heuristic_score(0.5, 0.5, 1.0, 0.0, 1.0, s) == pytest.approx(0.525)
+    assert heuristic_score(2.0, -1.0, float("nan"), 0, 0, s) == pytest.approx(0.6)  # clipped, NaN -> 0
+
+
+def test_tokens_and_budget():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2  # ceil(5 / 4)
+    items = [("a", "x" * 40), ("b", "x" * 40), ("c", "x" * 4), ("d", "")]  # 10, 10, 1, 0 tokens
+    assert trim_to_budget(items, 20) == ["a", "b"]  # 10 + 10 = 20 fits; + 1 = 21 does not, stop there
+    assert trim_to_budget(items, 21) == ["a", "b", "c", "d"]
+    assert trim_to_budget(items, 5) == []  # a hard ceiling by default
+    assert trim_to_budget(items, 5, keep_first=True) == ["a"]
+    with pytest.raises(ConfigError):
+        trim_to_budget(items, -1)
+
+
+def test_reranker_protocol():
+    def by_length(query: str, candidates):
+        return [float(len(text)) for _, text in candidates]
+
+    assert isinstance(by_length, Reranker)
+    cands = [("a", "xx"), ("b", "xxxx"), ("c", "xx")]
+    assert apply_reranker(by_length, "q", cands) == [("b", 4.0), ("a", 2.0), ("c", 2.0)]  # stable ties
+    with pytest.raises(UsageError):
+        apply_reranker(lambda q, c: [1.0], "q", cands)

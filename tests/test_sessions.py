@@ -1,0 +1,90 @@
+"""Sessions: strict order, tool calls, empty batches, and the zero-LLM commit (idempotent, dedup, supersede)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from agentbase import NotFoundError, ValidationError
+
+
+async def test_identical_timestamps_keep_insertion_order_and_tool_calls_round_trip(db):
+    s = await db.create_session(user_id="alice", agent_id="bot")
+    t = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    call = [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]
+    await db.add_messages(s.id, [
+        {"role": "user", "content": "first", "created_at": t},
+        {"role": "assistant", "content": "", "tool_calls": call, "created_at": t},
+        {"role": "tool", "content": "12C", "tool_call_id": "call_1", "created_at": t},
+        {"role": "assistant", "content": "fourth", "created_at": t},
+    ])
+    msgs = await db.get_messages(s.id)
+    assert [m.content for m in msgs] == ["first", "", "12C", "fourth"]
+    assert [m.seq for m in msgs] == [1, 2, 3, 4]
+    assert msgs[1].tool_calls == call and msgs[2].tool_call_id == "call_1"
+    assert [m.content for m in await db.get_messages(s.id, order="desc", limit=2)] == ["fourth", "12C"]
+
+
+async def test_empty_batch_and_bad_messages_write_nothing(db):
+    s = await db.create_session(user_id="u")
+    assert await db.add_messages(s.id, []) == []
+    with pytest.raises(ValidationError):
+        await db.add_messages(s.id, [{"role": "user", "content": "ok"}, {"role": "", "content": "bad"}])
+    with pytest.raises(ValidationError):
+        await db.add_message(s.id, "user", "bad \udc00 surrogate")
+    assert await db.get_messages(s.id) == []
+    with pytest.raises(NotFoundError):
+        await db.add_message("no-such-session", "user", "hi")
+
+
+async def test_commit_is_idempotent_and_links_memories(db):
+    s = await db.create_session(user_id="maya")
+    await db.add_messages(s.id, [
+        {"role": "user", "content": "My favorite color is blue."},
+        {"role": "assistant", "content": "Noted!"},
+        {"role": "user", "content": "I live in Lisbon and I work at Nordlys Energy."},
+    ])
+    first = await db.commit_session(s.id)
+    assert first["turns"] == 3 and first["facts_added"] >= 2 and first["summary_id"]
+    count = await db.count(user_id="maya")
+    second = await db.commit_session(s.id)
+    assert second["messages"] == 0 and await db.count(user_id="maya") == count
+    links = await db.db.fetchall("SELECT kind, COUNT(*) FROM session_memory_links WHERE session_id = ? GROUP BY kind",
+                                 (s.id,))
+    kinds = dict(links)
+    assert kinds["turn"] == 3 and kinds["summary"] == 1 and kinds["fact"] >= 2
+
+
+async def test_repeated_fact_hardens_and_changed_fact_supersedes(db):
+    s1 = await db.create_session(user_id="maya")
+    await db.add_message(s1.id, "user", "My favorite color is blue.")
+    await db.commit_session(s1.id)
+    s2 = await db.create_session(user_id="maya")
+    await db.add_message(s2.id, "user", "My favorite color is blue.")
+    r2 = await db.commit_session(s2.id)
+    assert r2["facts_hardened"] == 1
+    s3 = await db.create_session(user_id="maya")
+    await db.add_message(s3.id, "user", "My favorite color is green.")
+    r3 = await db.commit_session(s3.id)
+    assert r3["facts_superseded"] == 1
+    facts = await db.list(user_id="maya", category="preference")
+    assert len(facts) == 1 and "green" in facts[0].l2_full
+    everything = await db.list(user_id="maya", category="preference", exclude_superseded=False)
+    old = [e for e in everything if "blue" in e.l2_full]
+    assert len(old) == 1 and old[0].superseded_by == facts[0].id and old[0].confidence > facts[0].confidence - 1
+    hits = await db.find("favorite color", user_id="maya", category="preference")
+    assert hits[0].entry.id == facts[0].id
+
+
+async def test_session_crud(db):
+    s = await db.create_session(session_id="thread-1", user_id="u", metadata={"topic": "x"})
+    again = await db.create_session(session_id="thread-1", user_id="u")
+    assert again.id == s.id and again.metadata == {"topic": "x"}
+    m = await db.add_message(s.id, "user", "hello")
+    await db.update_message(s.id, m.id, metadata={"k": 1})
+    assert (await db.get_message(s.id, m.id)).metadata == {"k": 1}
+    assert (await db.delete_message(s.id, m.id)).id == m.id
+    assert await db.get_messages(s.id) == []
+    assert await db.delete_session(s.id) is True
+    assert await db.get_session(s.id) is None

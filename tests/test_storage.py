@@ -1,0 +1,111 @@
+"""Schema migrations, concurrent first opens, dimension changes, and the sync facade."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from agentbase import AgentBase, DimensionMismatchError, SchemaVersionError, SyncAgentBase, UsageError
+from agentbase.storage import SCHEMA_VERSION, open_database
+
+from tests.conftest import make_db
+
+
+async def test_older_schema_upgrades_once(db_path):
+    old = await open_database(db_path, migrate_to=1)
+    async with old.transaction() as conn:
+        await conn.execute("INSERT INTO meta(key, value) VALUES ('marker', 'v1')")
+    await old.close()
+    for _ in range(3):
+        ab = make_db(db_path)
+        await ab.initialize()
+        await ab.close()
+    con = sqlite3.connect(db_path)
+    assert [r[0] for r in con.execute("SELECT version FROM schema_version ORDER BY version")] == \
+        list(range(1, SCHEMA_VERSION + 1))
+    assert con.execute("SELECT value FROM meta WHERE key='marker'").fetchone() == ("v1",)
+    assert con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='relations'").fetchone() == (1,)
+    con.close()
+
+
+async def test_newer_schema_is_refused(db_path):
+    ab = make_db(db_path)
+    await ab.initialize()
+    await ab.close()
+    con = sqlite3.connect(db_path)
+    con.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(SchemaVersionError, match="newer"):
+        await make_db(db_path).initialize()
+
+
+async def test_five_concurrent_first_calls_create_schema_once(db_path):
+    dbs = [make_db(db_path) for _ in range(5)]
+    await asyncio.gather(*(d.add_memory(f"note {i}", user_id="u") for i, d in enumerate(dbs)))
+    for d in dbs:
+        await d.close()
+    con = sqlite3.connect(db_path)
+    assert con.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+    assert con.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 5
+    con.close()
+
+
+async def test_other_dimension_gives_typed_error_and_keyword_search_works(db_path):
+    first = make_db(db_path, dims=64)
+    e = await first.add_memory("the blue whale is the largest animal", user_id="u")
+    await first.flush()
+    await first.close()
+    second = make_db(db_path, dims=32)
+    await second.initialize()
+    with pytest.raises(DimensionMismatchError) as info:
+        await second.find("whale", mode="vector")
+    message = str(info.value)
+    assert "64" in message and "32" in message and "agentbase reindex" in message
+    assert [r.entry.id for r in await second.find("whale", mode="fts")] == [e.id]
+    hybrid = await second.find("whale")
+    assert hybrid[0].entry.id == e.id
+    assert "agentbase reindex" in (await second.stats())["degrade_reason"]
+    assert (await second.get(e.id)).l2_full.startswith("the blue whale")
+    out = await second.reindex()
+    assert out["entries"] == 1
+    await second.flush()
+    assert (await second.find("largest animal whale", mode="vector"))[0].entry.id == e.id
+    await second.close()
+
+
+def test_sync_facade_outside_and_inside_a_running_loop(db_path):
+    sdb = SyncAgentBase(db=make_db(db_path))
+    e = sdb.add_memory("sync works", user_id="u")
+    assert sdb.get(e.id).l2_full == "sync works"
+
+    async def main():
+        # a sync call inside async def main() must not fail with "event loop is running"
+        hit = sdb.find("sync works", user_id="u", mode="fts")
+        assert hit[0].entry.id == e.id
+        # and the async API from this loop too
+        assert (await sdb.aio.get(e.id)).id == e.id
+
+    asyncio.run(main())
+    sdb.close()
+
+
+async def test_closed_database_raises_usage_error(db_path):
+    ab = make_db(db_path)
+    await ab.initialize()
+    await ab.close()
+    await ab.close()  # idempotent
+    with pytest.raises(UsageError):
+        await ab.add_memory("x")
+
+
+async def test_async_context_manager_and_integrity(db_path):
+    async with AgentBase(db_path, embedder="hash") as ab:
+        await ab.add_memory("context managed")
+        stats = await ab.stats()
+        assert stats["entries_total"] == 1 and stats["driver"] in ("sqlite3", "sqlean")
+    con = sqlite3.connect(db_path)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
