@@ -99,12 +99,11 @@ def parse_locomo_date(text: str) -> datetime:
 def locomo_conversations(data: list[dict[str, Any]]) -> Iterator[Conversation]:
     """Yield one :class:`Conversation` per LoCoMo sample; speakers become message names.
 
-    ``speaker_a`` is mapped to role ``user`` and ``speaker_b`` to ``assistant``; image captions are appended as
-    ``[image: caption]``. Turn metadata keeps the ``dia_id`` for evidence scoring.
+    Both speakers are people, so both get role ``user`` with their name as the message ``name``; image captions are
+    appended as ``[image: caption]``. Turn metadata keeps the ``dia_id`` for evidence scoring.
     """
     for sample in data:
         conv = sample["conversation"]
-        a = conv.get("speaker_a")
         keys = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
         sessions = []
         for key in keys:
@@ -114,7 +113,7 @@ def locomo_conversations(data: list[dict[str, Any]]) -> Iterator[Conversation]:
                 text = t.get("text", "")
                 if t.get("blip_caption"):
                     text = f"{text} [image: {t['blip_caption']}]"
-                turns.append({"role": "user" if t.get("speaker") == a else "assistant", "content": text,
+                turns.append({"role": "user", "content": text,
                               "name": t.get("speaker"), "created_at": date + timedelta(seconds=i),
                               "metadata": {"dia_id": t.get("dia_id")}})
             sessions.append(SessionData(f"{sample.get('sample_id', 'conv')}:{key}", date, turns))

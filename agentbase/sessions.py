@@ -7,6 +7,7 @@ with identical timestamps keep insertion order. Functions here take the :class:`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -15,7 +16,8 @@ from .errors import NotFoundError, ValidationError
 from .ingest.dedup import content_hash
 from .ingest.facts import extract_facts
 from .ingest.summary import summarize_session
-from .models import ContextType, Entry, Message, Scope, Session, utcnow
+from .models import ContextType, Message, Scope, Session, utcnow
+from .ner import entity_tags
 from .ingest.tiers import l0_abstract, l1_overview
 from .storage.entries import ENTRY_COLUMNS, entry_columns, insert_entry, record_history, row_to_entry, update_entry_row
 from .timeutil import from_db_time, parse_time, to_db_time
@@ -262,12 +264,13 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
         return result
     owners = {"user_id": session.user_id, "agent_id": session.agent_id, "project_id": session.project_id}
     turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
-    texts = [m.content for m in turns]
+    limit = ab.settings.ingest.ner_max_chars
+    texts = [m.content[:limit] for m in turns]
     extractor = ab.extractor
-    entity_lists = extractor.extract_many(texts) if hasattr(extractor, "extract_many") else \
-        [extractor.extract(t) for t in texts]
-    from .ner import entity_tags
-
+    # spaCy costs milliseconds per message: run it off the engine loop so other calls keep flowing.
+    entity_lists = await asyncio.to_thread(extractor.extract_many, texts) if hasattr(extractor, "extract_many") \
+        else [extractor.extract(t) for t in texts]
+    embed_roles = set(ab.settings.ingest.embed_roles)
     embed = ab._embed_enabled()
     now = utcnow()
     links: list[tuple[str, str, str, int | None]] = []
@@ -280,7 +283,7 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
                 scope=Scope.SESSION, owners={**owners, "session_id": session_id}, confidence=1.0,
                 importance=0.3, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
                 extra={})
-            await insert_entry(conn, entry, fact_key=None, embed=embed)
+            await insert_entry(conn, entry, fact_key=None, embed=embed and msg.role in embed_roles)
             links.append((session_id, entry.id, "turn", msg.seq))
             result["turns"] += 1
             if msg.role == "user":

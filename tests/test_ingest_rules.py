@@ -49,7 +49,8 @@ def test_l0_keeps_a_short_first_sentence_whole():
 
 
 def test_l0_joins_a_greeting_with_the_next_sentence():
-    assert l0_abstract("Hi! I need help with my Python code. It crashes.") == "Hi! I need help with my Python code."
+    text = "Hi! I need help with my Python code. It crashes."
+    assert l0_abstract(text) == "Hi! I need help with my Python code."
 
 
 def test_l1_takes_whole_sentences_that_fit():
@@ -85,7 +86,8 @@ def test_tiers_reject_non_strings():
 def test_favorite_colour_then_update():
     old, new = one("My favorite color is blue"), one("My favorite color is now green.")
     assert old == Fact("User's favorite color is blue", "preference", "favorite color", "blue", 0.9)
-    assert (new.text, new.subject_key, new.value) == ("User's favorite color is green", "favorite color", "green")
+    assert new.text == "User's favorite color is green"
+    assert (new.subject_key, new.value) == ("favorite color", "green")
     assert classify_update(old, new) == "update"
     assert classify_update(old, one("my favourite colour is Blue!")) == "unrelated"  # "colour" is another key
     assert classify_update(old, one("My favorite color is blue.")) == "same"
@@ -96,23 +98,27 @@ def test_favorite_colour_then_update():
     ("text", "fact_text", "category", "key", "value"),
     [
         ("I live in Paris.", "User lives in Paris", "profile", "residence", "Paris"),
-        ("I moved to Berlin last month.", "User moved to Berlin last month", "profile", "residence", "Berlin"),
+        ("I moved to Berlin last month.", "User moved to Berlin last month", "profile", "residence",
+         "Berlin"),
         ("My name is Alice Smith.", "User's name is Alice Smith", "profile", "name", "Alice Smith"),
         ("I'm 32 years old.", "User is 32 years old", "profile", "age", "32"),
         ("I work at Google.", "User works at Google", "profile", "employer", "Google"),
         ("I work as a nurse.", "User works as a nurse", "profile", "occupation", "nurse"),
-        ("I'm a software engineer.", "User is a software engineer", "profile", "occupation", "software engineer"),
+        ("I'm a software engineer.", "User is a software engineer", "profile", "occupation",
+         "software engineer"),
         ("I'm a vegetarian.", "User is a vegetarian", "profile", "diet", "vegetarian"),
         ("I'm originally from India.", "User is originally from India", "profile", "origin", "India"),
         ("My dog's name is Max.", "User's dog's name is Max", "profile", "dog's name", "Max"),
-        ("I don't like mushrooms.", "User does not like mushrooms", "preference", "opinion of mushrooms", "negative"),
-        ("I'm allergic to peanuts.", "User is allergic to peanuts", "preference", "opinion of peanuts", "negative"),
+        ("I don't like mushrooms.", "User does not like mushrooms", "preference", "opinion of mushrooms",
+         "negative"),
+        ("I'm allergic to peanuts.", "User is allergic to peanuts", "preference", "opinion of peanuts",
+         "negative"),
         ("I have two cats named Tom and Bo.", "User has two cats named Tom and Bo", "possession", "has:cat",
          "two cats named Tom and Bo"),
-        ("I'm planning to move to Berlin next year.", "User is planning to move to Berlin next year", "plan", None,
-         "move to Berlin"),
-        ("Next week I'm visiting my parents in Ohio.", "User is visiting their parents in Ohio next week", "plan",
-         None, "my parents in Ohio"),
+        ("I'm planning to move to Berlin next year.", "User is planning to move to Berlin next year", "plan",
+         None, "move to Berlin"),
+        ("Next week I'm visiting my parents in Ohio.", "User is visiting their parents in Ohio next week",
+         "plan", None, "my parents in Ohio"),
         ("I started learning piano in 2020.", "User started learning piano in 2020", "event", None,
          "learning piano"),
         ("I just bought a new Tesla last week!", "User just bought a new Tesla last week", "possession", None,
@@ -222,7 +228,8 @@ def test_summary_has_topics_request_facts_and_outcome():
     assert lines[0].startswith("Topics: ramen, ")
     assert "tokyo" in lines[0] and "kikanbo" in lines[0]
     assert lines[1].startswith("User asked: I'm planning a trip to Japan next month")
-    assert lines[2].startswith("Facts: ") and "User loves spicy food" in lines[2] and "User lives in Berlin" in lines[2]
+    assert lines[2].startswith("Facts: ")
+    assert "User loves spicy food" in lines[2] and "User lives in Berlin" in lines[2]
     assert lines[3] == "Assistant: Enjoy the ramen in Tokyo! Book Kikanbo early because queues get long."
 
 
@@ -295,7 +302,8 @@ def test_near_duplicates():
 def test_classify_update_shapes():
     assert classify_update(("favorite color", "blue"), ("favourite color", "Blue.")) == "same"
     assert classify_update(("favorite color", "blue"), ("favorite color", "green")) == "update"
-    assert classify_update({"key": "residence", "value": "Paris"}, {"subject_key": "residence", "value": "Lyon"}) == "update"
+    old, new = {"key": "residence", "value": "Paris"}, {"subject_key": "residence", "value": "Lyon"}
+    assert classify_update(old, new) == "update"
     assert classify_update(("residence", "Paris"), ("employer", "Paris")) == "unrelated"
     keyless = Fact("User visited Rome in May", "event")
     assert classify_update(keyless, Fact("user visited Rome in May.", "event")) == "same"

@@ -1,4 +1,4 @@
-"""NER: the Entity record, tag normalisation, the regex extractor (English + Chinese), spaCy and the factory."""
+"""NER: the Entity record, tag normalisation, the regex extractor (English + Chinese), spaCy, the factory."""
 
 from __future__ import annotations
 
@@ -246,7 +246,7 @@ def test_spacy_alice_acme_paris(spacy_ner: SpacyExtractor):
 
 @needs_spacy
 def test_spacy_extract_many_equals_extract(spacy_ner: SpacyExtractor):
-    texts = ["Alice works at Acme in Paris", "", "My sister Sarah moved to New York on May 8, 2023.", "我住在上海市"]
+    texts = ["Alice works at Acme in Paris", "", "My sister Sarah moved to New York on May 8, 2023.", "我住上海市"]
     assert spacy_ner.extract_many(texts) == [spacy_ner.extract(t) for t in texts]
 
 
@@ -270,9 +270,8 @@ def test_spacy_long_text_is_chunked_with_correct_offsets():
 @needs_spacy
 def test_spacy_is_thread_safe():
     ex = SpacyExtractor()
-    texts = ["Alice works at Acme in Paris", "Bob visited London with Carol", "Google hired Dave in Berlin"] * 4
-    expected = RegexExtractor()  # only to make sure threads start with an unloaded model
-    assert expected.name == "regex" and ex._nlp is None
+    texts = ["Alice works at Acme in Paris", "Bob visited London with Carol", "Google hired Dave in Rome"] * 4
+    assert ex._nlp is None  # all threads race to load the model
     results: dict[int, list[Entity]] = {}
     errors: list[BaseException] = []
 

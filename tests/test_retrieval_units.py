@@ -102,6 +102,7 @@ def test_parse_time_range_open_ranges():
 @pytest.mark.parametrize("query", [
     "What is my dog's name?", "May I ask about Python?", "How many weeks ago did I start using Ibotta?",
     "I have 3 cats and 2 dogs", "我最喜欢的餐厅叫什么名字", "", "Mondays are for yoga",
+    "What camera lens did I buy most recently?",  # "most recently" means the latest, not the last 14 days
 ])
 def test_parse_time_range_none_without_expression(query):
     assert parse_time_range(query, REF) is None

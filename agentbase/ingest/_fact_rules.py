@@ -15,14 +15,14 @@ CLAUSE = re.compile(
 )
 FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|im|ive)\b")
 HYPOTHETICAL = re.compile(
-    r"\b(?:if|whether|unless|wonder|wondering|not sure|what if|do you think|imagine|suppose|pretend|in case|as if|"
-    r"you think|ask (?:you )?(?:if|whether))\b(?:\s+\S+){0,3}\s*$",
+    r"\b(?:if|whether|unless|wonder|wondering|not sure|what if|do you think|imagine|suppose|pretend|in case"
+    r"|as if|you think|ask (?:you )?(?:if|whether))\b(?:\s+\S+){0,3}\s*$",
     re.I,
 )
 ADV = (
-    r"(?:\s+(?:really|absolutely|totally|just|also|actually|truly|still|always|genuinely|especially|definitely|"
-    r"personally|kind of|sort of|currently|now|recently|finally|already|seriously|usually|generally|mostly|"
-    r"secretly))*"
+    r"(?:\s+(?:really|absolutely|totally|just|also|actually|truly|still|always|genuinely|especially"
+    r"|definitely|personally|kind of|sort of|currently|now|recently|finally|already|seriously|usually"
+    r"|generally|mostly|secretly))*"
 )
 I_SUBJ = r"(?<![\w'])I"
 FAV = r"(?:all[- ]time |absolute |very |new |current )?favou?rite"
@@ -65,14 +65,18 @@ _PATTERNS: list[tuple[str, str]] = [
     ("name", r"\b(?:my name is|call me|I am called|I go by) ([a-z][\w'-]*(?-i: [A-Z][\w'-]*){0,2})"),
     ("age",
      rf"{I_SUBJ} am (\d{{1,3}})(?: ?(?:years?|yrs?|y/?o)(?: old)?)?"
-     r"(?![\w%$.,/:-]| ?(?:minutes|hours|days|weeks|months|times|pounds|lbs|kg|km|miles|feet|ft|cm|percent|%))"
+     r"(?![\w%$.,/:-]| ?(?:minutes|hours|days|weeks|months|times|pounds|lbs|kg|km|miles|feet|ft|cm"
+     r"|percent|%))"
      rf"|{I_SUBJ} (?:just )?turned (\d{{1,3}})\b"),
     ("residence",
      rf"{I_SUBJ}(?: currently| now| still| actually)? (?:live|reside) (?:in|at|near|on) (.+)"
      rf"|{I_SUBJ} am (?:currently |now |still )?(?:living|based|located|settled) (?:in|at|near|out of) (.+)"),
-    ("moved", rf"{I_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) (?:back )?(?:to|into) (.+)"),
+    ("moved",
+     rf"{I_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) "
+     r"(?:back )?(?:to|into) (.+)"),
     ("origin",
-     rf"{I_SUBJ} am (?:originally )?from (.+)|{I_SUBJ} (?:grew up|was born and raised|was born|was raised) in (.+)"),
+     rf"{I_SUBJ} am (?:originally )?from (.+)"
+     rf"|{I_SUBJ} (?:grew up|was born and raised|was born|was raised) in (.+)"),
     ("employer",
      rf"{I_SUBJ}(?: currently| now| still)? work (?:at|for) (.+)"
      rf"|{I_SUBJ} am (?:currently |now )?(?:working|employed) (?:at|for|by) (.+)"),
@@ -80,7 +84,8 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"{I_SUBJ}(?: have)?(?: just| recently| finally)? (?:started|got|accepted|landed|took|began)"
      r"(?: a| my| the)? (?:new )?(?:job|position|role|internship) (?:at|with) (.+)"),
     ("occupation",
-     rf"{I_SUBJ}(?: currently| now)? work as (?:an? )?(.+)|{I_SUBJ} am (?:currently |now )?working as (?:an? )?(.+)"),
+     rf"{I_SUBJ}(?: currently| now)? work as (?:an? )?(.+)"
+     rf"|{I_SUBJ} am (?:currently |now )?working as (?:an? )?(.+)"),
     ("education", rf"{I_SUBJ}(?: have)?(?: just| recently)? graduated from (.+)"),
     ("preference",
      rf"{I_SUBJ}{ADV} (like|love|adore|enjoy|prefer|hate|dislike|detest|loathe|cannot stand"
@@ -88,8 +93,9 @@ _PATTERNS: list[tuple[str, str]] = [
      r"|liked|loved|enjoyed|hated|disliked) (.+)"),
     ("be_preference",
      rf"{I_SUBJ} am(?: really| also| totally| definitely| just| so| very| pretty| a little| kind of)* "
-     r"((?:not )?(?:an? )?(?:big |huge |massive |great |die-hard )?fan of|(?:not )?(?:really )?into|obsessed with"
-     r"|interested in|passionate about|allergic to|addicted to|crazy about|keen on|fond of|sick of|tired of) (.+)"),
+     r"((?:not )?(?:an? )?(?:big |huge |massive |great |die-hard )?fan of|(?:not )?(?:really )?into"
+     r"|obsessed with|interested in|passionate about|allergic to|addicted to|crazy about|keen on|fond of"
+     r"|sick of|tired of) (.+)"),
     ("plan",
      rf"{I_SUBJ} am(?: also| really| actually| just| still| now| seriously| definitely| probably)? "
      r"(going to|planning to|planning on|about to|hoping to|thinking about|thinking of|considering"
@@ -101,7 +107,8 @@ _PATTERNS: list[tuple[str, str]] = [
     ("plan_progressive", rf"{I_SUBJ} am(?: also| actually| just| finally)? (\w+ing) (.+)"),
     ("possession",
      rf"{I_SUBJ}(?: also| just| recently| finally| already| actually| now| still| currently)* "
-     r"(have got|have|own|bought|purchased|got|received|adopted|inherited|picked up|ordered|acquired|rescued) (.+)"),
+     r"(have got|have|own|bought|purchased|got|received|adopted|inherited|picked up|ordered|acquired"
+     r"|rescued) (.+)"),
     ("have_been", rf"{I_SUBJ} have been (\w+ing) (.+)"),
     ("event",
      rf"{I_SUBJ}((?: just| recently| finally| also| actually| first| already| then| officially)*)"
@@ -138,7 +145,9 @@ NOT_OCCUPATION = frozenset(
     minimalist foodie bit lot little few kind sort big huge total complete""".split()
 )
 NOT_IDENTITY_START = frozenset("bit little lot few kind sort huge big total complete fan".split())
-OCCUPATION_WORDS = frozenset("nurse chef doctor student cook barista intern ceo cto founder vet pilot".split())
+OCCUPATION_WORDS = frozenset(
+    "nurse chef doctor student cook barista intern ceo cto founder vet pilot".split()
+)
 DIETS = frozenset("vegetarian vegan pescatarian flexitarian".split())
 MY_IS_BLOCK = frozenset(
     "question problem issue point concern guess understanding bad fault pleasure apologies".split()
@@ -168,5 +177,6 @@ NEGATIVE = re.compile(
 )
 PREP_BEFORE = re.compile(r"\b(in|since|for|on|by) $", re.I)
 LOWER_TIME_WORDS = frozenset(
-    "next last this tomorrow yesterday today tonight in on since early late mid recently earlier the for".split()
+    "next last this tomorrow yesterday today tonight in on since early late mid recently earlier the "
+    "for".split()
 )

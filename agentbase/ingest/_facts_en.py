@@ -47,6 +47,7 @@ class _Hit:
 
     @property
     def groups(self) -> list[str]:
+        """The groups that matched, in order (alternations leave the others as ``None``)."""
         return [g for g in self.m.groups() if g is not None]
 
     def sentence(self, value: str) -> str:
@@ -69,7 +70,8 @@ def _favorite(h: _Hit) -> FactTuple | None:
     if not value:
         return None
     thing = thing.replace("favourite", "favorite")
-    return (f"{h.subject}'s favorite {thing} is {value}", "preference", f"favorite {thing}", value, conf, h.when)
+    text = f"{h.subject}'s favorite {thing} is {value}"
+    return (text, "preference", f"favorite {thing}", value, conf, h.when)
 
 
 def _name(h: _Hit) -> FactTuple | None:
@@ -85,6 +87,7 @@ def _age(h: _Hit) -> FactTuple | None:
 
 
 _PROFILE_KEYS = {"moved": "residence", "new_job": "employer"}
+_PROFILE_RULES = ("residence", "moved", "origin", "employer", "new_job", "occupation", "education")
 
 
 def _profile(h: _Hit, name: str) -> FactTuple | None:
@@ -108,7 +111,7 @@ def _preference(h: _Hit) -> FactTuple | None:
 
 
 _WEAK_PLANS = frozenset(
-    ["want to", "would like to", "would love to", "need to", "have to", "thinking about", "thinking of", "considering"]
+    "want to|would like to|would love to|need to|have to|thinking about|thinking of|considering".split("|")
 )
 _WISHES = frozenset(["want to", "would like to", "would love to", "will", "need to", "have to"])
 
@@ -130,7 +133,8 @@ def _plan(h: _Hit, name: str) -> FactTuple | None:
 def _possession(h: _Hit) -> FactTuple | None:
     verb, raw = h.groups[0].lower(), R.LEADING_ADVERBS.sub("", h.groups[1])
     first = raw.split()[0].lower() if raw.split() else ""
-    if first in R.POSSESSION_BLOCK or first.endswith("ing") or (verb.startswith("have") and is_past_verb(first)):
+    participle = verb.startswith("have") and is_past_verb(first)
+    if first in R.POSSESSION_BLOCK or first.endswith("ing") or participle:
         return None  # "I have to", "I have been", "I have finished"
     if verb == "got" and not re.match(r"(?:a|an|my|two|three|four|five|some|\d+|[A-Z])\b", raw):
         return None  # "I got home", "I got it"
@@ -194,8 +198,7 @@ _HANDLERS: dict[str, Callable[[_Hit], FactTuple | None]] = {
     "favorite_rev": _favorite,
     "name": _name,
     "age": _age,
-    **{n: partial(_profile, name=n) for n in ("residence", "moved", "origin", "employer", "new_job", "occupation",
-                                             "education")},
+    **{n: partial(_profile, name=n) for n in _PROFILE_RULES},
     "preference": _preference,
     "be_preference": _preference,
     **{n: partial(_plan, name=n) for n in ("plan", "plan_verb", "plan_progressive")},

@@ -20,16 +20,25 @@ __all__ = [
 
 _CONTRACTIONS = {
     "i'm": "I am", "im": "I am", "i've": "I have", "ive": "I have", "i'll": "I will", "i'd": "I would",
-    "can't": "cannot", "won't": "will not", "gonna": "going to", "wanna": "want to", "gotta": "have to", "i": "I",
+    "can't": "cannot", "won't": "will not", "gonna": "going to", "wanna": "want to", "gotta": "have to",
+    "i": "I",
 }
 _CONTRACTION_RE = re.compile(
     r"\b(?:[Ii](?:'m|'ve|'ll|'d)|im|ive|[Cc]an't|[Ww]on't|gonna|wanna|gotta|i(?![\w.]))\b|"
-    r"\b([Dd]o|[Dd]oes|[Dd]id|[Ii]s|[Aa]re|[Ww]as|[Ww]ere|[Hh]ave|[Hh]as|[Hh]ad|[Cc]ould|[Ww]ould|[Ss]hould)n't\b"
+    r"\b([Dd]o|[Dd]oes|[Dd]id|[Ii]s|[Aa]re|[Ww]as|[Ww]ere|[Hh]ave|[Hh]as|[Hh]ad|[Cc]ould|[Ww]ould"
+    r"|[Ss]hould)n't\b"
 )
 
 
 def expand_contractions(text: str) -> str:
-    """Expand first-person and negative contractions ("I'm" -> "I am", "don't" -> "do not", "i" -> "I")."""
+    """Expand first-person and negative contractions ("I'm" -> "I am", "don't" -> "do not", "i" -> "I").
+
+    Args:
+        text: English text; curly apostrophes are straightened first.
+
+    Returns:
+        The text with the long forms, so that rules need to spell only those.
+    """
 
     def repl(m: re.Match[str]) -> str:
         if m.group(1):
@@ -41,38 +50,57 @@ def expand_contractions(text: str) -> str:
     return _CONTRACTION_RE.sub(repl, text)
 
 
-_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_COUNT = r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several|\d+)"
+_COUNT = (
+    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several|\d+)"
+)
 _UNIT = r"(?:days?|weeks?|months?|years?)"
 _MONTH_FULL = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
-_PERIOD = rf"(?:week|weekend|month|year|summer|winter|spring|fall|autumn|night|morning|evening|semester|{_WEEKDAY}|{_MONTH_FULL})"
-_PAST = (
-    rf"yesterday|today|last {_PERIOD}|{_COUNT} {_UNIT} ago|earlier (?:today|this {_PERIOD})|the other day|this past {_PERIOD}"
-    r"|recently|lately|this morning|this afternoon"
+_PERIOD = (
+    rf"(?:week|weekend|month|year|summer|winter|spring|fall|autumn|night|morning|evening|semester"
+    rf"|{_WEEKDAY}|{_MONTH_FULL})"
 )
-_FUTURE = rf"tomorrow|tonight|next {_PERIOD}|this coming {_PERIOD}|coming {_PERIOD}|later (?:today|this {_PERIOD})|in {_COUNT} {_UNIT}|soon|this weekend"
+_PAST = (
+    rf"yesterday|today|last {_PERIOD}|{_COUNT} {_UNIT} ago|earlier (?:today|this {_PERIOD})|the other day"
+    rf"|this past {_PERIOD}|recently|lately|this morning|this afternoon"
+)
+_FUTURE = (
+    rf"tomorrow|tonight|next {_PERIOD}|this coming {_PERIOD}|coming {_PERIOD}|later (?:today|this {_PERIOD})"
+    rf"|in {_COUNT} {_UNIT}|soon|this weekend"
+)
 _EXPLICIT = (
-    rf"{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH}(?:,? \d{{4}})?"
-    rf"|\d{{4}}-\d{{2}}-\d{{2}}|(?<=in )(?:{_MONTH}|(?:19|20)\d\d)(?: (?:19|20)\d\d)?|(?<=since )(?:{_MONTH}|(?:19|20)\d\d)"
+    rf"{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH}(?:,? \d{{4}})?"
+    rf"|\d{{4}}-\d{{2}}-\d{{2}}|(?<=in )(?:{_MONTH}|(?:19|20)\d\d)(?: (?:19|20)\d\d)?"
+    rf"|(?<=since )(?:{_MONTH}|(?:19|20)\d\d)"
     rf"|(?:early|late|mid)[- ](?:{_MONTH}|(?:19|20)\d\d)|(?:on |last |this |next )?{_WEEKDAY}"
     rf"|(?<=for )(?:{_COUNT} (?:{_UNIT}|hours?)|(?:over )?a (?:decade|year))"
 )
 _TIME_KEYS = (
-    "day", "last", "ago", "earlier", "past", "recent", "lately", "morning", "afternoon", "tomorrow", "tonight",
-    "next", "coming", "later", "soon", "weekend", "week", "month", "year", "decade", "summer", "winter", "spring",
-    "fall", "autumn", "night", "evening", "semester", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
-    "oct", "nov", "dec", "early", "late", "mid",
+    "day", "last", "ago", "earlier", "past", "recent", "lately", "morning", "afternoon", "tomorrow",
+    "tonight", "next", "coming", "later", "soon", "weekend", "week", "month", "year", "decade", "summer",
+    "winter", "spring", "fall", "autumn", "night", "evening", "semester", "jan", "feb", "mar", "apr", "may",
+    "jun", "jul", "aug", "sep", "oct", "nov", "dec", "early", "late", "mid",
 )
 _DIGIT = re.compile(r"\d").search
 _TIME_HINT = re.compile("|".join(_TIME_KEYS)).search
 
 
 def find_time(clause: str) -> tuple[int, int] | None:
-    """Span of the first :data:`TIME_EXPR` match in ``clause``, or ``None``.
+    """Find the first explicit or relative time expression ("last week", "May 5", "in 2020").
 
     Skips the regex when no time keyword or digit is present, and matches the lower-cased text with a
     case-sensitive copy of the pattern (several times faster than ``re.I``).
+
+    Args:
+        clause: English text.
+
+    Returns:
+        ``(start, end)`` character offsets of the expression in ``clause``, or ``None``.
     """
     low = clause.lower()
     if not (_DIGIT(clause) or _TIME_HINT(low)):
@@ -98,7 +126,14 @@ _NOT_PAST = frozenset("need feed seed weed bleed breed speed proceed exceed succ
 
 
 def is_past_verb(word: str) -> bool:
-    """Heuristic: ``word`` is an English past tense or past participle ("visited", "went", "been")."""
+    """Tell whether ``word`` looks like an English past tense or past participle ("visited", "went", "been").
+
+    Args:
+        word: one word, any case.
+
+    Returns:
+        ``True`` for irregular past forms and "-ed" words (except "need", "feed", ...).
+    """
     w = word.lower()
     return w in _IRREGULAR_PAST or (w.endswith("ed") and len(w) > 3 and w not in _NOT_PAST)
 
@@ -117,8 +152,12 @@ _SUBJECT = [
 ]
 _WORD = re.compile(r"\S+")
 _OBJECT_FORMS = [
-    (re.compile(r"\bI am\b"), "they are"), (re.compile(r"\bI was\b"), "they were"), (re.compile(r"\bI have\b"), "they have"),
-    (re.compile(r"\bI\b"), "they"), (re.compile(r"\bmyself\b", re.I), "themselves"), (re.compile(r"\bmine\b", re.I), "theirs"),
+    (re.compile(r"\bI am\b"), "they are"),
+    (re.compile(r"\bI was\b"), "they were"),
+    (re.compile(r"\bI have\b"), "they have"),
+    (re.compile(r"\bI\b"), "they"),
+    (re.compile(r"\bmyself\b", re.I), "themselves"),
+    (re.compile(r"\bmine\b", re.I), "theirs"),
     (re.compile(r"\bmy\b", re.I), "their"), (re.compile(r"\bme\b", re.I), "them"),
 ]
 
@@ -137,7 +176,14 @@ def _conjugate(verb: str) -> str:
 
 
 def object_forms(text: str) -> str:
-    """Replace first-person words inside a phrase: "my sister" -> "their sister", "me" -> "them"."""
+    """Replace first-person words inside a phrase: "my sister" -> "their sister", "me" -> "them".
+
+    Args:
+        text: a phrase with contractions expanded.
+
+    Returns:
+        The phrase in the third person (plural "they" form).
+    """
     for pattern, repl in _OBJECT_FORMS:
         text = pattern.sub(repl, text)
     return text
@@ -146,8 +192,13 @@ def object_forms(text: str) -> str:
 def third_person(clause: str, subject: str = "User") -> str:
     """Rewrite a first-person clause that starts with "I" into the third person.
 
-    "I really love spicy food" -> "User really loves spicy food"; "I am moving to my sister's place" ->
-    "User is moving to their sister's place". Contractions must already be expanded.
+    Args:
+        clause: a clause starting with "I", contractions expanded.
+        subject: the name that replaces "I".
+
+    Returns:
+        E.g. "I really love spicy food" -> "User really loves spicy food"; "I am moving to my sister's place"
+        -> "User is moving to their sister's place". Trailing punctuation is dropped.
     """
     out = clause.strip()
     for pattern, template in _SUBJECT:
@@ -169,13 +220,17 @@ def third_person(clause: str, subject: str = "User") -> str:
 
 _CUT = re.compile(
     r"\s*(?:[,;:!?()\[\]\"]|\.(?:\s|$)|\s-\s|\s—|—)|\s+(?:because|since|but|so that|so|when|whenever|while|"
-    r"although|though|which|who|where|unless|until|except|whereas|as well as|and (?:I|it|that|this|they|he|she|we|my|then|"
-    r"also|now|have|am|was|will|would|had|got|is|are)\b|(?:any|for) more|anymore|these days|right now|by the way|btw|too$|lol|haha)\b",
+    r"although|though|which|who|where|unless|until|except|whereas|as well as"
+    r"|and (?:I|it|that|this|they|he|she|we|my|then|also|now|have|am|was|will|would|had|got|is|are)\b"
+    r"|(?:any|for) more|anymore|these days|right now|by the way|btw|too$|lol|haha)\b",
     re.I,
 )
-_TAIL = re.compile(r"(?:\s+(?:a lot|so much|very much|too|lately|now|though|as well|either|anyway|really|again))+$", re.I)
+_TAIL = re.compile(
+    r"(?:\s+(?:a lot|so much|very much|too|lately|now|though|as well|either|anyway|really|again))+$", re.I
+)
 _LEAD = re.compile(
-    r"^(?:(?:now|actually|still|currently|definitely|probably|really|also|just|officially|recently|finally|lately)\s+)+",
+    r"^(?:(?:now|actually|still|currently|definitely|probably|really|also|just|officially|recently|finally"
+    r"|lately)\s+)+",
     re.I,
 )
 _TRAILING_PREP = re.compile(r"\s+(?:on|in|at|since|for|by|from)$", re.I)
@@ -224,15 +279,24 @@ def trim_value(value: str, *, max_words: int = 12, stop_at_time: bool = True) ->
 
 
 _DETERMINERS = re.compile(
-    r"^(?:(?:a|an|the|my|our|his|her|their|some|any|another|new|old|little|big|few|several|many|couple|lot|lots|"
-    r"pair|of|one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+)+",
+    r"^(?:(?:a|an|the|my|our|his|her|their|some|any|another|new|old|little|big|few|several|many|couple|lot"
+    r"|lots|pair|of|one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+)+",
     re.I,
 )
-_NOUN_END = re.compile(r"\s+(?:named|called|with|for|from|in|at|of|that|which|who|to|on|and|about|over|into|like)\b.*$", re.I)
+_NOUN_END = re.compile(
+    r"\s+(?:named|called|with|for|from|in|at|of|that|which|who|to|on|and|about|over|into|like)\b.*$", re.I
+)
 
 
 def head_noun(value: str) -> str:
-    """The singular head noun of a noun phrase: "two cute cats named Tom and Bo" -> "cat"."""
+    """The singular head noun of a noun phrase, for possession keys.
+
+    Args:
+        value: a noun phrase.
+
+    Returns:
+        The lower-case singular head noun: "two cute cats named Tom and Bo" -> "cat".
+    """
     phrase = _NOUN_END.sub("", _DETERMINERS.sub("", value.strip())).strip().lower()
     word = phrase.split()[-1] if phrase else value.strip().lower()
     if word.endswith("ies") and len(word) > 4:

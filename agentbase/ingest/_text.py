@@ -14,14 +14,21 @@ _MD_PREFIX = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+•]\s+|\d+[.)]\s+)+", re.M)
 # Sentence ends: Latin [.!?] followed by space, CJK terminators anywhere, newlines.
 _BREAK = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？；]+[\"'”’」』）)]*|\n+")
 _ABBREV = frozenset(
-    "mr mrs ms dr prof sr jr st vs etc e.g i.e eg ie approx no fig al inc ltd co corp mt ft jan feb mar apr jun jul "
-    "aug sep sept oct nov dec".split()
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e eg ie approx no fig al inc ltd co corp mt ft "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
 )
 _LAST_WORD = re.compile(r"(\S+)$")
 
 
 def has_cjk(text: str) -> bool:
-    """Tell whether ``text`` contains Chinese, Japanese or Korean characters."""
+    """Tell whether ``text`` contains Chinese, Japanese or Korean characters.
+
+    Args:
+        text: any string.
+
+    Returns:
+        ``True`` when at least one CJK ideograph, kana or hangul character occurs.
+    """
     return _HAS_CJK(text) is not None
 
 

@@ -137,7 +137,8 @@ def summarize_session(messages: Iterable[Any], *, max_chars: int = 600, max_keyw
     """
     if max_chars < 50:
         raise ValidationError(f"max_chars must be >= 50, got {max_chars}")
-    turns = [(r, c) for r, c in map(_role_content, messages) if c.strip() and r in _USER_ROLES | _ASSISTANT_ROLES]
+    roles = _USER_ROLES | _ASSISTANT_ROLES
+    turns = [(r, c) for r, c in map(_role_content, messages) if c.strip() and r in roles]
     if not turns:
         return ""
     lines: list[str] = []

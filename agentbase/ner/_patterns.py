@@ -14,6 +14,7 @@ _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
     r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)(?:\.|(?![A-Za-z]))"
 )
+_MONTH_NOT_MAY = r"(?:January|February|March|April|June|July|August|September|October|November|December)"
 _WEEKDAY = r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)"
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?:1[89]\d\d|2[01]\d\d)"
@@ -22,10 +23,12 @@ _CN_NUM = "零一二三四五六七八九十百千两"
 
 _UNITS = (
     r"km|kilomet(?:er|re)s?|miles?|mi|met(?:er|re)s?|m|cm|mm|ft|feet|foot|inch(?:es)?|yards?|kg|kilos?|"
-    r"kilograms?|g|grams?|mg|lbs?|pounds|oz|ounces?|tons?|tonnes?|l|lit(?:er|re)s?|ml|gallons?|cups?|tbsp|tsp|"
-    r"hours?|hrs?|h|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|yrs?|decades?|°\s?[CF]|degrees?|"
+    r"kilograms?|g|grams?|mg|lbs?|pounds|oz|ounces?|tons?|tonnes?|l|lit(?:er|re)s?|ml|gallons?|cups?|tbsp|"
+    r"tsp|hours?|hrs?|h|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|yrs?|decades?|°\s?[CF]|"
+    r"degrees?|"
     r"[KMGT]B|kcal|calories|cal|mph|km/h|kph|steps|reps|laps|pages"
 )
+_SPELLED_UNITS = r"(?:hours?|minutes?|days?|weeks?|months?|years?|miles?|kilomet(?:er|re)s?)"
 _NUM_WORD = (
     r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
     r"a few|several|half an?)"
@@ -49,14 +52,15 @@ SPAN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
             1,
         ),
         ("DATE", rf"\b(?:(?:[Ll]ast|[Nn]ext|[Tt]his|[Ee]very)\s+)?{_WEEKDAY}s?\b", 0),
-        ("DATE", r"\b(?:January|February|March|April|June|July|August|September|October|November|December)\b", 0),
-        ("TIME", r"\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[ap]\.?m\.?)?(?![\w:])|\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?", 0),
+        ("DATE", rf"\b{_MONTH_NOT_MAY}\b", 0),
+        ("TIME", r"\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[ap]\.?m\.?)?(?![\w:])", 0),
+        ("TIME", r"\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?", 0),
         ("MONEY", rf"[$€£¥₹]\s?{_NUM}(?:\s?(?:k|K|m|M|bn|million|billion|thousand)\b)?", 0),
         ("MONEY", rf"\b{_NUM}\s?(?:dollars?|bucks|USD|EUR|euros?|GBP|yuan|RMB|CNY|yen|JPY)\b", 0),
         ("MONEY", rf"{_NUM}\s?(?:万元|亿元|元|块钱|块|美元|欧元|英镑|日元|人民币)", 0),
         ("PERCENT", rf"\b{_NUM}\s?(?:%|percent\b|per cent\b)|百分之[\d{_CN_NUM}点]+", 0),
         ("QUANTITY", rf"\b{_NUM}\s?(?:{_UNITS})(?![A-Za-z])", 0),
-        ("QUANTITY", rf"\b{_NUM_WORD}\s+(?:hours?|minutes?|days?|weeks?|months?|years?|miles?|kilomet(?:er|re)s?)\b", 0),
+        ("QUANTITY", rf"\b{_NUM_WORD}\s+{_SPELLED_UNITS}\b", 0),
         ("QUANTITY", r"\d+(?:\.\d+)?\s?(?:公斤|千克|公里|千米|厘米|毫米|米|克|斤|小时|分钟|秒钟|天|周|个月|年|岁|度|升|毫升|页)", 0),
     ]
 ]
@@ -77,10 +81,11 @@ MONTHS_WEEKDAYS = frozenset(
 )
 #: Function words and greetings that never start a name, wherever they are.
 FUNCTION_STOP = frozenset(
-    "the a an my our your his her their its it this that these those hi hello hey dear thanks thank please yes no "
-    "oh wow well so and but or if also just what when where why how who which whose whats what's not".split()
+    "the a an my our your his her their its it this that these those hi hello hey dear thanks thank please "
+    "yes no oh wow well so and but or if also just what when where why how who which whose whats what's "
+    "not".split()
 )
-#: Words that do not start a name at the beginning of a sentence (pronouns, auxiliaries, imperatives, adverbs).
+#: Words that do not start a name at the start of a sentence (pronouns, auxiliaries, imperatives, adverbs).
 INITIAL_STOP = frozenset(
     """we you he she it they there here can could would should will shall might must do does did is are was
     were have has had am be been let let's lets tell give show make find help remember write create explain
@@ -99,19 +104,21 @@ NON_NAME_ACRONYMS = frozenset(
     """TV PC PM AM VR AR AI ML PS FAQ DIY ASAP FYI BTW ETA CEO CTO CFO HR URL API PDF USB GPS SUV DM OMG LOL
     TBH IMO IMHO ID PIN SMS ATM RSVP PTO UI UX OK TL DR ADHD DNA HIIT BBQ ETF IRA""".split()
 )
-TITLES = frozenset("mr mrs ms miss dr prof professor sir madam aunt uncle grandma grandpa coach captain".split())
+TITLES = frozenset(
+    "mr mrs ms miss dr prof professor sir madam aunt uncle grandma grandpa coach captain".split()
+)
 ORG_SUFFIX = frozenset(
     """inc corp corporation ltd llc co company group bank university college school institute foundation
     association agency labs lab technologies systems airlines motors studios club society hospital clinic
     church academy council committee ministry department team party records press times news""".split()
 )
 FAC_SUFFIX = frozenset(
-    "street st avenue ave road rd boulevard blvd bridge airport station museum stadium tower mall center centre "
-    "hotel cafe restaurant temple cathedral square".split()
+    "street st avenue ave road rd boulevard blvd bridge airport station museum stadium tower mall center "
+    "centre hotel cafe restaurant temple cathedral square".split()
 )
 LOC_WORDS = frozenset(
-    "river lake mountain mountains mount island islands beach bay valley ocean sea desert forest canyon coast "
-    "falls park".split()
+    "river lake mountain mountains mount island islands beach bay valley ocean sea desert forest canyon "
+    "coast falls park".split()
 )
 GPE_WORDS = frozenset("city county state province village town kingdom republic".split())
 GPE_ACRONYMS = frozenset("USA US UK UAE NYC LA SF DC".split())

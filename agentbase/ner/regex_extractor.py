@@ -125,10 +125,9 @@ class RegexExtractor:
             if not group:
                 continue
             first, last = group[0], group[-1]
-            if len(group) == 1 and (
-                len(first[0]) == 1
-                or (initial and (first[0].lower().endswith(("ing", "ly", "ed")) or text.startswith(":", first[2])))
-            ):
+            verbish = first[0].lower().endswith(("ing", "ly", "ed"))
+            label_colon = text.startswith(":", first[2])
+            if len(group) == 1 and (len(first[0]) == 1 or (initial and (verbish or label_colon))):
                 continue  # a single letter, "Running late", or a label such as "Instructions:"
             start, end = first[1], last[2]
             tail = _POSSESSIVE_TAIL.search(text[start:end])

@@ -64,7 +64,9 @@ class SpacyExtractor:
 
     name = "spacy"
 
-    def __init__(self, model: str = DEFAULT_SPACY_MODEL, *, batch_size: int = 64, max_chunk_chars: int = 100_000):
+    def __init__(
+        self, model: str = DEFAULT_SPACY_MODEL, *, batch_size: int = 64, max_chunk_chars: int = 100_000
+    ) -> None:
         if not self.available(model):
             missing = "spacy" if importlib.util.find_spec("spacy") is None else model
             raise MissingDependencyError(missing, "ner")
@@ -87,7 +89,8 @@ class SpacyExtractor:
             ``True`` when both can be imported.
         """
         try:
-            return importlib.util.find_spec("spacy") is not None and importlib.util.find_spec(model) is not None
+            spacy_spec = importlib.util.find_spec("spacy")
+            return spacy_spec is not None and importlib.util.find_spec(model) is not None
         except (ImportError, ValueError):
             return False
 
@@ -103,7 +106,8 @@ class SpacyExtractor:
                             nlp("Alice met Bob in Paris.")  # a model whose ner listens to tok2vec fails here
                         except Exception:
                             nlp = module.load()
-                            nlp.select_pipes(enable=[p for p in nlp.pipe_names if p in ("ner", "tok2vec", "transformer")])
+                            keep = ("ner", "tok2vec", "transformer")
+                            nlp.select_pipes(enable=[p for p in nlp.pipe_names if p in keep])
                     except ImportError as exc:
                         raise MissingDependencyError(self.model, "ner") from exc
                     self._nlp = nlp
@@ -142,7 +146,12 @@ class SpacyExtractor:
             if not isinstance(t, str):
                 raise ValidationError(f"text must be a str, got {type(t).__name__}")
         results: list[list[Entity]] = [[] for _ in items]
-        pieces = [(i, off, piece) for i, t in enumerate(items) if t.strip() for off, piece in _chunks(t, self.max_chunk_chars)]
+        pieces = [
+            (i, off, piece)
+            for i, t in enumerate(items)
+            if t.strip()
+            for off, piece in _chunks(t, self.max_chunk_chars)
+        ]
         if not pieces:
             return results
         nlp = self._load()

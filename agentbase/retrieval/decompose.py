@@ -2,8 +2,9 @@
 
 Tokens are runs of letters/digits that may contain inner ``- _ . ' ’`` (so ``ABC-123``, ``v1.2``,
 ``user_id`` and ``state-of-the-art`` stay one token; a trailing possessive ``'s`` is dropped), and runs of
-CJK characters. There is no Chinese word segmenter: a CJK run is cut at Chinese function words (的, 了, 什么,
-我们 ...) and time words (昨天, 上周 ...), and the pieces are the keywords: "我昨天买了什么书" -> 昨天, 买, 书.
+CJK characters. There is no Chinese word segmenter: a CJK run is cut at Chinese function words (的, 了,
+什么, 我们 ...) and time words (昨天, 上周 ...), and the pieces are the keywords: "我昨天买了什么书" -> 昨天,
+买, 书.
 
 The English stop-word list is the classic one shipped with NLTK and Snowball (~180 words, including
 contractions) plus a few words that only pad questions ("tell", "remember", "please" ...). Keywords keep their
@@ -35,16 +36,16 @@ thank know
 #: characters are limited to those that rarely occur inside content words (not 会, 有, 都: 会议, 有趣, 成都).
 ZH_STOPWORDS: frozenset[str] = frozenset("""
 的 了 吗 呢 吧 啊 呀 么 嘛 哦 我 你 他 她 它 们 是 在 和 与 跟 或 也 把 被 给 谁 哪 几 这 那
-我们 你们 他们 她们 咱们 或者 请问 什么 怎么 怎样 怎么样 为什么 哪里 哪儿 哪个 哪些 多少 这个 那个 这些 那些 这里 那里
-一个 一些 一下 没有 可以 可能 已经 曾经 告诉 知道 记得 关于 因为 所以 但是 如果 还是 是否 是不是 就是 现在 正在 所有
-还有 不是 之前 之后 以前 以后 时候 的话 一共 总共
+我们 你们 他们 她们 咱们 或者 请问 什么 怎么 怎样 怎么样 为什么 哪里 哪儿 哪个 哪些 多少 这个 那个
+这些 那些 这里 那里 一个 一些 一下 没有 可以 可能 已经 曾经 告诉 知道 记得 关于 因为 所以 但是
+如果 还是 是否 是不是 就是 现在 正在 所有 还有 不是 之前 之后 以前 以后 时候 的话 一共 总共
 """.split())
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:['’\-_./][^\W_{_CJK}]+)*)")
 #: Chinese time words cut out of a CJK run as keywords of their own (昨天买 -> 昨天, 买).
-_ZH_TIME_WORDS = frozenset("大前天 前天 昨天 今天 明天 后天 去年 今年 明年 前年 上周 下周 本周 这周 上个月 下个月 这个月 本月 "
-                           "最近".split())
+_ZH_TIME_WORDS = frozenset("大前天 前天 昨天 今天 明天 后天 去年 今年 明年 前年 上周 下周 本周 这周 "
+                           "上个月 下个月 这个月 本月 最近".split())
 _ZH_CUT = re.compile("|".join(sorted(ZH_STOPWORDS | _ZH_TIME_WORDS, key=len, reverse=True)))
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 _BREAK = re.compile(r"[^\s]")  # any non-space character between two tokens (punctuation) ends a phrase

@@ -63,11 +63,13 @@ _RULES: dict[str, re.Pattern[str]] = {
         r"|how\s+many\s+(?:days|weeks|months|years|hours)|before|after|since|until|ago|first\s+time"
         r"|last\s+time|earliest"
         r"|(?:in\s+)?what\s+order|happened\s+first)\b|\bwhich\b[^?]*\bfirst\b"
-        r"|什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几天|多久|多长时间|之前|之后|以前|以后|第一次|最后一次|先后|顺序",
+        r"|什么时候|何时|哪天|哪一天|哪年|哪一年|几月|几号|几天|多久|多长时间"
+        r"|之前|之后|以前|以后|第一次|最后一次|先后|顺序",
         re.IGNORECASE),
     Intent.KNOWLEDGE_UPDATE.value: re.compile(
         r"\b(?:current(?:ly)?|now|still|latest|most\s+recent(?:ly)?|any\s*more|at\s+the\s+moment|these\s+days"
-        r"|nowadays|at\s+present|presently|up\s+to\s+date)\b|现在|目前|当前|最新|还在|仍然|依然|如今|不再|最近一次",
+        r"|nowadays|at\s+present|presently|up\s+to\s+date)\b"
+        r"|现在|目前|当前|最新|还在|仍然|依然|如今|不再|最近一次",
         re.IGNORECASE),
     Intent.PREFERENCE.value: re.compile(
         r"\b(?:recommend\w*|suggest\w*|favou?rite|prefer\w*|what\s+should\s+i|should\s+i|any\s+(?:tips|ideas"

@@ -19,9 +19,8 @@ from ..models import SearchResult
 from ..observability import Tracer, save_trace
 from ..storage.entries import entry_columns, row_to_entry
 from ..validation import clean_query
-from .decompose import sub_queries
 from .filters import Filters
-from .fusion import ner_boost, weighted_rrf
+from .fusion import max_rrf_score, ner_boost, weighted_rrf
 from .intent import analyze_query
 from .rerank import estimate_tokens, freshness, heuristic_score
 from .strategies import apply_strategies, co_retrieval
@@ -68,8 +67,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     tracer.step("intent", intents=sorted(analysis.intents),
                 time_range=[analysis.time_range.date_from.isoformat(), analysis.time_range.date_to.isoformat()]
                 if analysis.time_range else None)
-    subs = sub_queries(query)
-    tracer.step("decompose", sub_queries=subs, keywords=analysis.keywords)
+    tracer.step("decompose", sub_queries=analysis.sub_queries, keywords=analysis.keywords)
 
     top_k = p.top_k
     if "aggregation" in analysis.intents or "multi_session" in analysis.intents:
@@ -113,7 +111,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
                              f"({','.join('?' * len(rids))})", rids)
     entries = {row[0]: row_to_entry(row) for row in rows}
-    max_rrf = sum(weights[s] for s in rankings) / (cfg.rrf_k + 1)
+    max_rrf = max_rrf_score(weights, cfg.rrf_k, list(rankings))
     cands: dict[int, dict[str, Any]] = {}
     for rid_s, fs in fused.items():
         rid = int(rid_s)

@@ -152,7 +152,7 @@ _PATTERNS = [(re.compile(p, re.IGNORECASE), fn) for p, fn in [
      lambda m, r: _units(r, m[2].lower(), *sorted(-n for n in _count(m[1])))),
     (rf"\b(?:(?:in|over|during|within)\s+)?(?:the\s+)?(?:last|past|previous)\s+({_NUM})\s+{_UNIT}s?\b",
      lambda m, r: (_add(r, m[2].lower(), -_count(m[1])[1]), r + _US, "window")),
-    (r"\b(?:recently|lately|of\s+late|in\s+recent\s+(?:days|weeks))\b|最近|近来|近期|近日|这些天|这几天",
+    (r"\b(?:(?<!most )recently|lately|of\s+late|in\s+recent\s+(?:days|weeks))\b|最近|近来|近期|近日|这几天",
      lambda m, r: (r - timedelta(days=RECENT_DAYS), r + _US, "window")),
     (rf"\b(?:(last|previous|this\s+past|past|this|next|coming|on)\s+)?({'|'.join(_WD)})\b",
      lambda m, r: _weekday(r, _WD.index(m[2].lower()), {"this": 0, "coming": 0, "next": 1}.get(
