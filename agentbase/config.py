@@ -75,6 +75,9 @@ class RetrievalSettings(BaseModel):
     knowledge_update_half_life_days: float = 14.0
     aggregation_top_k_factor: float = 2.0
     co_retrieval: bool = True
+    rerank_pool: int = 60  # fused candidates kept for boosts and rerank (at least 5 x top_k)
+    # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.
+    query_ner: Literal["regex", "spacy", "auto"] = "regex"
     trace: bool = True
 
 

@@ -60,7 +60,9 @@ def _load(data: Path | None) -> tuple[Conversation, str]:
         return sample_conversation(), "sample conversation (built in)"
     raw = load_json(data)
     if isinstance(raw, list) and raw and "haystack_sessions" in raw[0]:
-        return longmemeval_conversation(raw[0]), f"LongMemEval question {raw[0]['question_id']} from {data}"
+        # the first question that has an answer in the haystack (ids ending in _abs are abstention questions)
+        record = next((r for r in raw if not r["question_id"].endswith("_abs")), raw[0])
+        return longmemeval_conversation(record), f"LongMemEval question {record['question_id']} from {data}"
     if isinstance(raw, list) and raw and "conversation" in raw[0]:
         return next(iter(locomo_conversations(raw))), f"LoCoMo conversation {raw[0].get('sample_id')} from {data}"
     from .errors import ConfigError

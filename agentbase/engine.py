@@ -64,12 +64,24 @@ class AgentBase:
         self._embedder_arg = embedder
         self.embedder: Any = None
         self.extractor: Any = None
+        self.query_extractor: Any = None
         self.db: Database | None = None
         self.worker: EmbeddingWorker | None = None
         self.vector_error: DimensionMismatchError | None = None
         self._init_lock: asyncio.Lock | None = None
         self._closed = False
         self._sync: Any = None
+        self._tasks: set[asyncio.Task] = set()
+
+    def _background(self, coro: Any) -> None:
+        """Run a write (e.g. a trace) after the current call returns; ``close`` and readers can await it."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _drain_background(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     # ------------------------------------------------------------------ lifecycle
     @bridged
@@ -100,6 +112,8 @@ class AgentBase:
                 return self
             self.embedder = self._embedder_arg or create_embedder(self.settings.embedder)
             self.extractor = create_extractor(self.settings.ner)
+            qner = self.settings.retrieval.query_ner
+            self.query_extractor = self.extractor if qner == self.extractor.name else create_extractor(qner)
             db = await open_database(self.path, busy_timeout_s=self.settings.storage.busy_timeout_s,
                                      vector_engine=self.settings.storage.vector_engine,
                                      synchronous=self.settings.storage.synchronous)
@@ -131,6 +145,7 @@ class AgentBase:
     async def close(self) -> None:
         """Stop the worker and close the file (idempotent). Pending embedding jobs stay queued in the file."""
         self._closed = True
+        await self._drain_background()
         if self.worker is not None:
             await self.worker.stop()
             self.worker = None
@@ -555,7 +570,9 @@ class AgentBase:
         Raises:
             NotFoundError: unknown id.
         """
-        return await load_trace(await self._open(), check_id(trace_id, "trace_id"))
+        db = await self._open()
+        await self._drain_background()
+        return await load_trace(db, check_id(trace_id, "trace_id"))
 
     # ------------------------------------------------------------------ sessions
     @bridged
@@ -710,6 +727,8 @@ class AgentBase:
             "traces", "size_bytes"}``.
         """
         db = await self._open()
+        await self._drain_background()
+
         async def scalar(sql: str) -> Any:
             row = await db.fetchone(sql)
             return row[0] if row else None
@@ -777,6 +796,12 @@ class AgentBase:
                 self.worker.enabled = True
                 self._notify()
         return {"entries": len(rows), "jobs": jobs}
+
+    # ------------------------------------------------------------------ graph, lifecycle, scopes, archives
+    # (issue 6: methods delegate to graph.py, lifecycle.py, archive.py; add new public methods in this section)
+
+    # ------------------------------------------------------------------ debug APIs
+    # (issue 5: trace_session, entity_graph, diff_entries delegate to observability.py; add them in this section)
 
     @bridged
     async def record_access(self, entry_ids: list[str]) -> None:

@@ -107,14 +107,17 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         await _persist(ab, p, tracer, [])
         return []
 
-    rids = [int(r) for r in fused]
+    # Boosts multiply scores by at most ~2.6, so only the head of the fused list can reach the top_k: load and
+    # shape at most `rerank_pool` candidates.
+    pool = max(cfg.rerank_pool, 5 * top_k_pool)
+    rids = [int(r) for r in sorted(fused, key=lambda r: -fused[r].score)[:pool]]
     rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
                              f"({','.join('?' * len(rids))})", rids)
     entries = {row[0]: row_to_entry(row) for row in rows}
     max_rrf = max_rrf_score(weights, cfg.rrf_k, list(rankings))
     cands: dict[int, dict[str, Any]] = {}
-    for rid_s, fs in fused.items():
-        rid = int(rid_s)
+    for rid in rids:
+        fs = fused[str(rid)]
         if rid not in entries:
             continue
         parts = {"rrf": fs.score, "rrf_norm": fs.score / max_rrf if max_rrf else 0.0}
@@ -125,9 +128,10 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         if rid in distances:
             parts["cosine_similarity"] = 1.0 - distances[rid]
         cands[rid] = {"entry": entries[rid], "score": fs.score, "matched_by": fs.matched_by, "parts": parts}
+    tracer.step("load_entries", candidates_in=len(fused), candidates_out=len(cands), pool=pool)
 
     # 6. NER boost on fused results only.
-    q_entities = {e.text.casefold() for e in ab.extractor.extract(query)} if ab.extractor is not None else set()
+    q_entities = {e.text.casefold() for e in ab.query_extractor.extract(query)}
     boosted = 0
     for c in cands.values():
         mult, level = ner_boost(q_entities, c["entry"].tags, c["entry"].l2_full, cfg)
@@ -215,5 +219,6 @@ def _finalize(order: list[int], cands: dict[int, dict[str, Any]], p: FindParams,
 
 
 async def _persist(ab: Any, p: FindParams, tracer: Tracer, ids: list[str]) -> None:
+    """Write the trace in the background so the caller does not wait for the commit (get_trace waits)."""
     if p.trace:
-        await save_trace(ab.db, tracer.finish(ids))
+        ab._background(save_trace(ab.db, tracer.finish(ids)))
