@@ -1,7 +1,7 @@
 """FTS5 keyword index: text normalisation for indexing and safe MATCH-expression building.
 
-SQLite's ``unicode61`` tokenizer treats a run of CJK characters as one token, so ``部署`` would never match
-``明天讨论部署方案``. We therefore index a derived column (``entries.fts_text``) in which every run of Han, Kana
+The index uses ``porter unicode61`` (English stemming: "works" matches "work"). ``unicode61`` treats a run of CJK
+characters as one token, so ``部署`` would never match ``明天讨论部署方案``. We therefore index a derived column (``entries.fts_text``) in which every run of Han, Kana
 or Hangul characters is rewritten as its overlapping character bigrams plus unigrams, and ASCII glued to CJK is
 split off (``修复gen-abc后`` -> ``修 复 修复 gen-abc 后``). Queries go through the same function, so both sides
 agree. This is the bigram approach used by Lucene's CJKAnalyzer.

@@ -54,7 +54,7 @@ CREATE TABLE entry_tags (
 CREATE INDEX ix_entry_tags_rid ON entry_tags(rid);
 
 CREATE VIRTUAL TABLE entries_fts USING fts5(
-    fts_text, content='entries', content_rowid='rid', tokenize='unicode61 remove_diacritics 2'
+    fts_text, content='entries', content_rowid='rid', tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER entries_fts_ai AFTER INSERT ON entries BEGIN
     INSERT INTO entries_fts(rowid, fts_text) VALUES (new.rid, new.fts_text);

@@ -1,0 +1,747 @@
+"""OpenAI Threads (Assistants v2) and Conversations objects stored in AgentBase sessions.
+
+A thread or a conversation is an AgentBase session (session id = ``thread_…`` / ``conv_…``); a thread message or
+a conversation item is a session message (message id = ``msg_…``, ``fc_…``, ``fco_…``). Every method returns plain
+JSON-ready dicts shaped exactly like the OpenAI API objects of SDK 3.57 (``Thread``, ``Message``,
+``ThreadDeleted``, ``MessageDeleted``, ``Conversation``, ``ConversationItem``, list envelopes), so the HTTP façade
+(:mod:`agentbase.web.openai_routes`) serialises them unchanged.
+
+OpenAI-only fields (assistant/run ids, attachments, rich content parts, item type) live under the reserved
+``"_openai"`` key of the session/message metadata; the user's metadata is the rest. Sessions written by other
+adapters are visible too: a thread shows their ``user``/``assistant`` text messages, a conversation shows all.
+
+Example:
+    >>> from agentbase import SyncAgentBase                                       # doctest: +SKIP
+    >>> threads = OpenAIAssistantAdapter(SyncAgentBase("agent.db"))               # doctest: +SKIP
+    >>> t = threads.create_thread(metadata={"user_id": "alice"})                  # doctest: +SKIP
+    >>> threads.create_message(t["id"], "user", "I live in Lisbon")               # doctest: +SKIP
+    >>> threads.retrieve_context(t["id"], "where does the user live?")            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from typing import Any
+
+from ..errors import NotFoundError, StorageError, UsageError
+from ..errors import ValidationError as _ValidationError
+
+__all__ = ["AsyncOpenAIAssistantAdapter", "OpenAIAssistantAdapter", "OpenAIValidationError"]
+
+RESERVED = "_openai"
+THREAD_ROLES = ("user", "assistant")
+CONV_INPUT_ROLES = ("user", "assistant", "system", "developer")
+CONV_ROLES = ("unknown", "user", "assistant", "system", "critic", "discriminator", "developer", "tool")
+ROLE_ALIASES = {"human": "user", "ai": "assistant"}
+MAX_ITEMS = 20
+
+
+class OpenAIValidationError(_ValidationError):
+    """Bad input for an OpenAI-shaped call (an AgentBase :class:`~agentbase.errors.ValidationError`).
+
+    Attributes:
+        param: the request parameter at fault (``"metadata"``, ``"limit"``, ...), or None.
+    """
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
+
+
+class _NotFound(NotFoundError):
+    """An unknown thread, message, conversation or item (carries the OpenAI ``param``)."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
+
+
+# ---------------------------------------------------------------------------------------------- validation
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _ts(dt: Any) -> int:
+    return int(dt.timestamp())
+
+
+def _check_metadata(value: Any, param: str = "metadata") -> dict[str, str] | None:
+    """OpenAI metadata rules: at most 16 pairs, string keys up to 64 characters, string values up to 512."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise OpenAIValidationError(f"Invalid type for '{param}': expected an object.", param)
+    if len(value) > 16:
+        raise OpenAIValidationError(f"Invalid '{param}': at most 16 key-value pairs are allowed.", param)
+    for key, item in value.items():
+        if not isinstance(key, str) or not 0 < len(key) <= 64:
+            raise OpenAIValidationError(f"Invalid '{param}': keys must be strings of 1-64 characters.", param)
+        if key == RESERVED:
+            raise OpenAIValidationError(f"Invalid '{param}': the key {RESERVED!r} is reserved.", param)
+        if not isinstance(item, str) or len(item) > 512:
+            raise OpenAIValidationError(
+                f"Invalid '{param}.{key}': values must be strings of at most 512 characters.", f"{param}.{key}")
+    return dict(value)
+
+
+def _split(metadata: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any]]:
+    """Split stored metadata into the user's string metadata and the reserved OpenAI fields."""
+    meta = dict(metadata or {})
+    extra = meta.pop(RESERVED, None)
+    shown = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in meta.items()}
+    return shown, extra if isinstance(extra, dict) else {}
+
+
+def _join(user_meta: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, Any]:
+    extra = {k: v for k, v in extra.items() if v is not None}
+    return {**(user_meta or {}), **({RESERVED: extra} if extra else {})}
+
+
+def _check_limit(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+        raise OpenAIValidationError("Invalid 'limit': must be an integer between 1 and 100.", "limit")
+    return limit
+
+
+def _check_order(order: Any) -> str:
+    if order not in ("asc", "desc"):
+        raise OpenAIValidationError("Invalid 'order': must be 'asc' or 'desc'.", "order")
+    return order
+
+
+def _thread_parts(content: Any, param: str = "content") -> list[dict[str, Any]]:
+    """Normalise Assistants message content (a string or text/image_file/image_url parts) to stored parts."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not content:
+        raise OpenAIValidationError(f"Invalid '{param}': expected a string or a non-empty array of parts.", param)
+    parts = []
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            parts.append({"type": "text", "text": part["text"]})
+        elif kind in ("image_file", "image_url") and isinstance(part.get(kind), dict):
+            parts.append({"type": kind, kind: dict(part[kind])})
+        else:
+            raise OpenAIValidationError(f"Invalid '{param}[{i}]': expected a text, image_file or image_url part.",
+                                        f"{param}[{i}]")
+    return parts
+
+
+def _check_attachments(value: Any) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    ok = isinstance(value, list) and all(
+        isinstance(a, dict) and isinstance(a.get("file_id", ""), str) and isinstance(a.get("tools", []), list)
+        and all(isinstance(t, dict) and t.get("type") in ("code_interpreter", "file_search")
+                for t in a.get("tools", [])) for a in value)
+    if not ok:
+        raise OpenAIValidationError("Invalid 'attachments': expected [{file_id, tools: [{type}]}].", "attachments")
+    return [dict(a) for a in value]
+
+
+def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: Any,
+                          param: str = "") -> dict[str, Any]:
+    """Validate one Assistants message and return an AgentBase ``add_messages`` dict."""
+    if role not in THREAD_ROLES:
+        raise OpenAIValidationError(f"Invalid '{param}role': must be 'user' or 'assistant'.", f"{param}role")
+    parts = _thread_parts(content, f"{param}content")
+    meta = _check_metadata(metadata, f"{param}metadata")
+    extra = {"attachments": _check_attachments(attachments),
+             "parts": parts if len(parts) != 1 or parts[0]["type"] != "text" else None}
+    text = "\n".join(p["text"] for p in parts if p["type"] == "text")
+    return {"id": _new_id("msg"), "role": role, "content": text, "metadata": _join(meta, extra)}
+
+
+def _conv_item_input(item: Any, index: int) -> dict[str, Any]:
+    """Validate one Conversations input item (message, function_call, function_call_output)."""
+    p = f"items[{index}]"
+    if not isinstance(item, dict):
+        raise OpenAIValidationError(f"Invalid '{p}': expected an object.", p)
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = item.get("role")
+        if role not in CONV_INPUT_ROLES:
+            raise OpenAIValidationError(f"Invalid '{p}.role': must be one of {', '.join(CONV_INPUT_ROLES)}.",
+                                        f"{p}.role")
+        content = item.get("content")
+        if isinstance(content, str):
+            texts = [content]
+        elif isinstance(content, list):
+            texts = []
+            for j, part in enumerate(content):
+                if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text", "text") \
+                        or not isinstance(part.get("text"), str):
+                    raise OpenAIValidationError(f"Invalid '{p}.content[{j}]': only input_text/output_text parts "
+                                                "are supported.", f"{p}.content[{j}]")
+                texts.append(part["text"])
+        else:
+            raise OpenAIValidationError(f"Invalid '{p}.content': expected a string or an array.", f"{p}.content")
+        extra = {"type": "message", "phase": item.get("phase") if item.get("phase") in ("commentary", "final_answer")
+                 else None, "parts": [{"type": "text", "text": t} for t in texts] if len(texts) != 1 else None}
+        return {"id": _new_id("msg"), "role": role, "content": "\n".join(texts), "metadata": _join({}, extra)}
+    if kind == "function_call":
+        fields = {k: item.get(k) for k in ("call_id", "name", "arguments")}
+        bad = [k for k, v in fields.items() if not isinstance(v, str) or (k != "arguments" and not v)]
+        if bad:
+            raise OpenAIValidationError(f"Invalid '{p}.{bad[0]}': expected a string.", f"{p}.{bad[0]}")
+        call = {"id": fields["call_id"], "type": "function",
+                "function": {"name": fields["name"], "arguments": fields["arguments"]}}
+        return {"id": _new_id("fc"), "role": "assistant", "content": "", "tool_calls": [call],
+                "metadata": _join({}, {"type": "function_call"})}
+    if kind == "function_call_output":
+        call_id, output = item.get("call_id"), item.get("output")
+        if isinstance(output, list) and all(isinstance(x, dict) and isinstance(x.get("text"), str) for x in output):
+            output = "\n".join(x["text"] for x in output)
+        if not isinstance(call_id, str) or not call_id or not isinstance(output, str):
+            raise OpenAIValidationError(f"Invalid '{p}': function_call_output needs call_id and a text output.", p)
+        return {"id": _new_id("fco"), "role": "tool", "content": output, "tool_call_id": call_id,
+                "metadata": _join({}, {"type": "function_call_output"})}
+    raise OpenAIValidationError(f"Invalid '{p}.type': {kind!r} items are not supported (message, function_call, "
+                                "function_call_output are).", f"{p}.type")
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+def _role(message: Any) -> str:
+    return ROLE_ALIASES.get(message.role, message.role)
+
+
+def _is_call(message: Any, extra: dict[str, Any]) -> bool:
+    return extra.get("type") == "function_call" or bool(message.tool_calls and not message.content.strip())
+
+
+def _thread_visible(message: Any) -> bool:
+    _, extra = _split(message.metadata)
+    return _role(message) in THREAD_ROLES and extra.get("type", "message") == "message" \
+        and not _is_call(message, extra)
+
+
+def _thread_obj(session: Any) -> dict[str, Any]:
+    meta, extra = _split(session.metadata)
+    return {"id": session.id, "object": "thread", "created_at": _ts(session.created_at), "metadata": meta,
+            "tool_resources": extra.get("tool_resources") or {}}
+
+
+def _message_obj(m: Any) -> dict[str, Any]:
+    meta, extra = _split(m.metadata)
+    parts = extra.get("parts") or [{"type": "text", "text": m.content}]
+    content = [{"type": "text", "text": {"value": p["text"], "annotations": []}} if p["type"] == "text" else p
+               for p in parts]
+    created = _ts(m.created_at)
+    return {"id": m.id, "object": "thread.message", "created_at": created, "assistant_id": extra.get("assistant_id"),
+            "thread_id": m.session_id, "run_id": extra.get("run_id"), "role": _role(m), "content": content,
+            "attachments": extra.get("attachments") or [], "metadata": meta, "status": "completed",
+            "completed_at": created, "incomplete_at": None, "incomplete_details": None}
+
+
+def _conversation_obj(session: Any) -> dict[str, Any]:
+    meta, _ = _split(session.metadata)
+    return {"id": session.id, "object": "conversation", "created_at": _ts(session.created_at), "metadata": meta}
+
+
+def _item_obj(m: Any) -> dict[str, Any]:
+    _, extra = _split(m.metadata)
+    if m.role == "tool" or extra.get("type") == "function_call_output":
+        return {"id": m.id, "type": "function_call_output", "call_id": m.tool_call_id, "output": m.content,
+                "status": "completed"}
+    if _is_call(m, extra) and m.tool_calls:
+        call = m.tool_calls[0]
+        fn = call.get("function") or {}
+        args = fn.get("arguments", call.get("args", ""))
+        return {"id": m.id, "type": "function_call", "call_id": str(call.get("id") or ""),
+                "name": str(fn.get("name") or call.get("name") or ""),
+                "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                "status": "completed"}
+    role = _role(m) if _role(m) in CONV_ROLES else "unknown"
+    parts = extra.get("parts") or [{"type": "text", "text": m.content}]
+    texts = [p["text"] for p in parts if p.get("type") == "text"]
+    content = [{"type": "output_text", "text": t, "annotations": []} if role == "assistant"
+               else {"type": "input_text", "text": t} for t in texts]
+    item = {"id": m.id, "type": "message", "role": role, "status": "completed", "content": content}
+    if extra.get("phase"):
+        item["phase"] = extra["phase"]
+    return item
+
+
+def _envelope(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": has_more}
+
+
+# ---------------------------------------------------------------------------------------------- adapters
+def _resolve(db: Any) -> Any:
+    aio = getattr(db, "aio", db)  # a SyncAgentBase wraps an AgentBase as .aio
+    if not hasattr(aio, "create_session") or not hasattr(aio, "get_messages"):
+        raise UsageError("pass an AgentBase or a SyncAgentBase")
+    return aio
+
+
+class AsyncOpenAIAssistantAdapter:
+    """OpenAI Threads and Conversations objects over an :class:`~agentbase.engine.AgentBase` (async).
+
+    Args:
+        db: an :class:`~agentbase.engine.AgentBase` or :class:`~agentbase.sync.SyncAgentBase`.
+        user_id: owner of new threads/conversations unless a call passes one (default: the ``user_id`` key of
+            their metadata, if any). The owner scopes :meth:`retrieve_context` and committed memories.
+        agent_id: agent id recorded on new sessions.
+
+    Raises:
+        UsageError: ``db`` is not an AgentBase.
+    """
+
+    def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None):
+        self._aio = _resolve(db)
+        self._blocking: Any = None  # set by the sync adapter: db.sync, whose calls never suspend
+        self.user_id = user_id
+        self.agent_id = agent_id
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self._blocking is not None:
+            return getattr(self._blocking, name)(*args, **kwargs)
+        return await getattr(self._aio, name)(*args, **kwargs)
+
+    async def _session(self, session_id: Any, what: str = "thread") -> Any:
+        if not isinstance(session_id, str) or not session_id:
+            raise OpenAIValidationError(f"Invalid '{what}_id': expected a non-empty string.", f"{what}_id")
+        session = await self._call("get_session", session_id)
+        if session is None:
+            raise _NotFound(f"No {what} found with id '{session_id}'.")
+        return session
+
+    async def _message(self, session_id: str, message_id: Any, what: str = "message", thread: bool = True) -> Any:
+        if not isinstance(message_id, str) or not message_id:
+            raise OpenAIValidationError(f"Invalid '{what}_id': expected a non-empty string.", f"{what}_id")
+        msg = await self._call("get_message", session_id, message_id)
+        if msg is None or (thread and not _thread_visible(msg)):
+            raise _NotFound(f"No {what} found with id '{message_id}'.")
+        return msg
+
+    async def _new_session(self, prefix: str, metadata: dict[str, str] | None, extra: dict[str, Any],
+                           user_id: str | None) -> Any:
+        owner = user_id or self.user_id or (metadata or {}).get("user_id")
+        return await self._call("create_session", session_id=_new_id(prefix), user_id=owner, agent_id=self.agent_id,
+                                metadata=_join(metadata or {}, extra))
+
+    async def _page(self, session_id: str, *, limit: Any, order: Any, after: Any, before: Any, keep: Any,
+                    what: str) -> tuple[list[Any], bool]:
+        """One cursor page of ``keep``-visible messages in ``order`` (by insertion = created_at)."""
+        limit, order = _check_limit(limit), _check_order(order)
+        lo = hi = None  # exclusive seq bounds
+        for name, cursor in (("after", after), ("before", before)):
+            if cursor is None:
+                continue
+            msg = await self._call("get_message", session_id, cursor) if isinstance(cursor, str) and cursor else None
+            if msg is None:
+                raise _NotFound(f"No {what} found with id '{cursor}' (the '{name}' cursor).", name)
+            if (name == "after") == (order == "asc"):
+                lo = msg.seq
+            else:
+                hi = msg.seq
+        backwards = before is not None and after is None  # the items right before the cursor, then flip
+        scan = order if not backwards else ("desc" if order == "asc" else "asc")
+        found: list[Any] = []
+        batch_size = limit + 1
+        while len(found) <= limit:
+            batch = await self._call("get_messages", session_id, limit=batch_size, order=scan, after_seq=lo,
+                                     before_seq=hi)
+            found.extend(m for m in batch if keep(m))
+            if len(batch) < batch_size:
+                break
+            if scan == "asc":
+                lo = batch[-1].seq
+            else:
+                hi = batch[-1].seq
+        page, has_more = found[:limit], len(found) > limit
+        return (page[::-1] if backwards else page), has_more
+
+    # ------------------------------------------------------------------------------------------ threads
+    async def create_thread(self, messages: list[dict[str, Any]] | None = None,
+                            metadata: dict[str, str] | None = None, *, tool_resources: dict[str, Any] | None = None,
+                            user_id: str | None = None) -> dict[str, Any]:
+        """Create a thread (``POST /v1/threads``), optionally with initial messages.
+
+        Args:
+            messages: ``[{"role", "content", "attachments"?, "metadata"?}]``; content is a string or a list of
+                ``text`` / ``image_file`` / ``image_url`` parts.
+            metadata: up to 16 string pairs.
+            tool_resources: stored and returned unchanged.
+            user_id: the thread's owner (default: the adapter's, else ``metadata["user_id"]``).
+
+        Returns:
+            A ``Thread`` dict: ``{id, object: "thread", created_at, metadata, tool_resources}``.
+
+        Raises:
+            OpenAIValidationError: bad messages or metadata (nothing is written).
+        """
+        meta = _check_metadata(metadata)
+        if messages is not None and not isinstance(messages, list):
+            raise OpenAIValidationError("Invalid 'messages': expected an array.", "messages")
+        rows = []
+        for i, m in enumerate(messages or []):
+            if not isinstance(m, dict):
+                raise OpenAIValidationError(f"Invalid 'messages[{i}]': expected an object.", f"messages[{i}]")
+            rows.append(_thread_message_input(m.get("role"), m.get("content"), m.get("metadata"),
+                                              m.get("attachments"), f"messages[{i}]."))
+        if tool_resources is not None and not isinstance(tool_resources, dict):
+            raise OpenAIValidationError("Invalid 'tool_resources': expected an object.", "tool_resources")
+        session = await self._new_session("thread", meta, {"object": "thread", "tool_resources": tool_resources},
+                                          user_id)
+        if rows:
+            await self._call("add_messages", session.id, rows)
+        return _thread_obj(session)
+
+    async def retrieve_thread(self, thread_id: str) -> dict[str, Any]:
+        """Return the ``Thread`` dict (``GET /v1/threads/{thread_id}``).
+
+        Raises:
+            NotFoundError: unknown thread.
+        """
+        return _thread_obj(await self._session(thread_id))
+
+    async def modify_thread(self, thread_id: str, *, metadata: dict[str, str] | None = None,
+                            tool_resources: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Replace a thread's metadata and/or tool resources (``POST /v1/threads/{thread_id}``).
+
+        Returns:
+            The updated ``Thread`` dict.
+
+        Raises:
+            NotFoundError: unknown thread. OpenAIValidationError: bad metadata.
+        """
+        meta = _check_metadata(metadata)
+        if tool_resources is not None and not isinstance(tool_resources, dict):
+            raise OpenAIValidationError("Invalid 'tool_resources': expected an object.", "tool_resources")
+        session = await self._session(thread_id)
+        if meta is None and tool_resources is None:
+            return _thread_obj(session)
+        old_meta = {k: v for k, v in session.metadata.items() if k != RESERVED}
+        _, extra = _split(session.metadata)
+        if tool_resources is not None:
+            extra["tool_resources"] = tool_resources
+        session = await self._call("update_session", thread_id,
+                                   metadata=_join(old_meta if meta is None else meta, extra))
+        return _thread_obj(session)
+
+    async def delete_thread(self, thread_id: str) -> dict[str, Any]:
+        """Delete a thread and its messages (``DELETE /v1/threads/{thread_id}``); committed memories stay.
+
+        Returns:
+            ``{id, object: "thread.deleted", deleted: True}``.
+
+        Raises:
+            NotFoundError: unknown thread.
+        """
+        await self._session(thread_id)
+        await self._call("delete_session", thread_id)
+        return {"id": thread_id, "object": "thread.deleted", "deleted": True}
+
+    async def create_message(self, thread_id: str, role: str, content: str | list[dict[str, Any]],
+                             metadata: dict[str, str] | None = None,
+                             attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Append a message (``POST /v1/threads/{thread_id}/messages``).
+
+        Args:
+            thread_id: the thread. role: ``"user"`` or ``"assistant"``.
+            content: a string or a list of ``text`` / ``image_file`` / ``image_url`` parts.
+            metadata: up to 16 string pairs. attachments: ``[{file_id, tools: [{type}]}]`` (stored only).
+
+        Returns:
+            A ``Message`` dict (``object: "thread.message"``, text content with empty annotations).
+
+        Raises:
+            NotFoundError: unknown thread. OpenAIValidationError: bad role, content, metadata or attachments.
+        """
+        row = _thread_message_input(role, content, metadata, attachments)
+        await self._session(thread_id)
+        return _message_obj((await self._call("add_messages", thread_id, [row]))[0])
+
+    async def list_messages(self, thread_id: str, *, limit: int = 20, order: str = "desc", after: str | None = None,
+                            before: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """One page of a thread's messages (``GET /v1/threads/{thread_id}/messages``).
+
+        Args:
+            thread_id: the thread. limit: 1-100. order: ``"desc"`` (newest first, the API default) or ``"asc"``.
+            after: return the messages that follow this message id in ``order``.
+            before: return the messages that precede this message id in ``order`` (the ones nearest to it).
+            run_id: only messages created by this run.
+
+        Returns:
+            ``{object: "list", data, first_id, last_id, has_more}``; ``has_more`` tells whether more messages
+            lie beyond the page in the direction read.
+
+        Raises:
+            NotFoundError: unknown thread or cursor. OpenAIValidationError: bad limit or order.
+        """
+        await self._session(thread_id)
+
+        def keep(m: Any) -> bool:
+            return _thread_visible(m) and (run_id is None or _split(m.metadata)[1].get("run_id") == run_id)
+
+        page, more = await self._page(thread_id, limit=limit, order=order, after=after, before=before, keep=keep,
+                                      what="message")
+        return _envelope([_message_obj(m) for m in page], more)
+
+    async def retrieve_message(self, thread_id: str, message_id: str) -> dict[str, Any]:
+        """Return one ``Message`` dict (``GET /v1/threads/{thread_id}/messages/{message_id}``).
+
+        Raises:
+            NotFoundError: unknown thread or message.
+        """
+        await self._session(thread_id)
+        return _message_obj(await self._message(thread_id, message_id))
+
+    async def modify_message(self, thread_id: str, message_id: str, *,
+                             metadata: dict[str, str] | None = None) -> dict[str, Any]:
+        """Replace a message's metadata (``POST /v1/threads/{thread_id}/messages/{message_id}``).
+
+        Returns:
+            The updated ``Message`` dict.
+
+        Raises:
+            NotFoundError: unknown thread or message. OpenAIValidationError: bad metadata.
+        """
+        meta = _check_metadata(metadata)
+        await self._session(thread_id)
+        msg = await self._message(thread_id, message_id)
+        if meta is None:
+            return _message_obj(msg)
+        _, extra = _split(msg.metadata)
+        return _message_obj(await self._call("update_message", thread_id, message_id, metadata=_join(meta, extra)))
+
+    async def delete_message(self, thread_id: str, message_id: str) -> dict[str, Any]:
+        """Delete one message (``DELETE /v1/threads/{thread_id}/messages/{message_id}``).
+
+        Returns:
+            ``{id, object: "thread.message.deleted", deleted: True}``.
+
+        Raises:
+            NotFoundError: unknown thread or message.
+        """
+        await self._session(thread_id)
+        await self._message(thread_id, message_id)
+        await self._call("delete_message", thread_id, message_id)
+        return {"id": message_id, "object": "thread.message.deleted", "deleted": True}
+
+    async def _find(self, query: str, top_k: int, **filters: Any) -> list[Any]:
+        try:
+            return await self._call("find", query, top_k=top_k, **filters)
+        except StorageError:  # core gap: no vector table until the first embedding lands; keywords still work
+            return await self._call("find", query, top_k=top_k, mode="fts", **filters)
+
+    async def retrieve_context(self, thread_id: str, query: str, top_k: int = 5, *, commit: bool = True,
+                               flush_timeout: float | None = 10.0) -> list[dict[str, Any]]:
+        """Find the context most relevant to ``query`` for a thread: its messages and its owner's memories.
+
+        Runs AgentBase ``find`` scoped to the thread's session, and (when the thread has an owner) to the owner's
+        memories across sessions, then merges both by score.
+
+        Args:
+            thread_id: the thread. query: the text to search for. top_k: results to return (1-100).
+            commit: first commit the thread's new messages (``commit_session``, idempotent, zero LLM calls) so
+                that they are searchable as turns and facts.
+            flush_timeout: seconds to wait for the new entries' vectors after a commit (keyword search needs none).
+
+        Returns:
+            Best first: ``{entry_id, source ("thread" or "memory"), category, role, message_id, content, score,
+            matched_by, created_at}``; ``message_id``/``role`` are set for turns of a thread message.
+
+        Raises:
+            NotFoundError: unknown thread. OpenAIValidationError: bad top_k.
+        """
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
+            raise OpenAIValidationError("Invalid 'top_k': must be an integer between 1 and 100.", "top_k")
+        session = await self._session(thread_id)
+        if commit and (await self._call("commit_session", thread_id))["messages"]:
+            await self._call("flush", timeout=flush_timeout)
+        owner = {"user_id": session.user_id} if session.user_id else {}
+        hits = [("thread", r) for r in await self._find(query, top_k, session_id=thread_id, **owner)]
+        if owner:
+            hits += [("memory", r) for r in await self._find(query, top_k, **owner)]
+        best: dict[str, dict[str, Any]] = {}
+        for source, r in hits:
+            e = r.entry
+            if e.id in best and best[e.id]["score"] >= r.score:
+                continue
+            best[e.id] = {"entry_id": e.id, "source": "thread" if e.session_id == thread_id else source,
+                          "category": e.category, "role": e.metadata.get("role"),
+                          "message_id": e.metadata.get("message_id"), "content": r.text or e.content,
+                          "score": float(r.score), "matched_by": r.matched_by, "created_at": _ts(e.created_at)}
+        return sorted(best.values(), key=lambda h: -h["score"])[:top_k]
+
+    # ------------------------------------------------------------------------------------------ conversations
+    async def create_conversation(self, items: list[dict[str, Any]] | None = None,
+                                  metadata: dict[str, str] | None = None, *,
+                                  user_id: str | None = None) -> dict[str, Any]:
+        """Create a conversation (``POST /v1/conversations``) with up to 20 initial items.
+
+        Args:
+            items: message items (``{"type": "message", "role", "content"}``; content a string or
+                ``input_text``/``output_text`` parts), ``function_call`` or ``function_call_output`` items.
+            metadata: up to 16 string pairs. user_id: the owner (as in :meth:`create_thread`).
+
+        Returns:
+            A ``Conversation`` dict: ``{id, object: "conversation", created_at, metadata}``.
+
+        Raises:
+            OpenAIValidationError: bad items or metadata (nothing is written).
+        """
+        meta = _check_metadata(metadata)
+        rows = self._items(items, allow_empty=True)
+        session = await self._new_session("conv", meta, {"object": "conversation"}, user_id)
+        if rows:
+            await self._call("add_messages", session.id, rows)
+        return _conversation_obj(session)
+
+    @staticmethod
+    def _items(items: Any, *, allow_empty: bool) -> list[dict[str, Any]]:
+        if items is None and allow_empty:
+            return []
+        if not isinstance(items, list) or (not items and not allow_empty):
+            raise OpenAIValidationError("Invalid 'items': expected a non-empty array.", "items")
+        if len(items) > MAX_ITEMS:
+            raise OpenAIValidationError(f"Invalid 'items': at most {MAX_ITEMS} items can be added at a time.",
+                                        "items")
+        return [_conv_item_input(item, i) for i, item in enumerate(items)]
+
+    async def retrieve_conversation(self, conversation_id: str) -> dict[str, Any]:
+        """Return the ``Conversation`` dict (``GET /v1/conversations/{conversation_id}``).
+
+        Raises:
+            NotFoundError: unknown conversation.
+        """
+        return _conversation_obj(await self._session(conversation_id, "conversation"))
+
+    async def update_conversation(self, conversation_id: str, *, metadata: dict[str, str]) -> dict[str, Any]:
+        """Replace a conversation's metadata (``POST /v1/conversations/{conversation_id}``).
+
+        Raises:
+            NotFoundError: unknown conversation. OpenAIValidationError: bad or missing metadata.
+        """
+        meta = _check_metadata(metadata)
+        if meta is None:
+            raise OpenAIValidationError("Missing required parameter: 'metadata'.", "metadata")
+        session = await self._session(conversation_id, "conversation")
+        _, extra = _split(session.metadata)
+        return _conversation_obj(await self._call("update_session", conversation_id, metadata=_join(meta, extra)))
+
+    async def delete_conversation(self, conversation_id: str) -> dict[str, Any]:
+        """Delete a conversation and its items (``DELETE /v1/conversations/{conversation_id}``).
+
+        Returns:
+            ``{id, object: "conversation.deleted", deleted: True}``.
+
+        Raises:
+            NotFoundError: unknown conversation.
+        """
+        await self._session(conversation_id, "conversation")
+        await self._call("delete_session", conversation_id)
+        return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+    async def create_items(self, conversation_id: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """Append 1-20 items (``POST /v1/conversations/{conversation_id}/items``) in one transaction.
+
+        Returns:
+            A ``ConversationItemList``: ``{object: "list", data, first_id, last_id, has_more: False}``.
+
+        Raises:
+            NotFoundError: unknown conversation. OpenAIValidationError: bad items (none is written).
+        """
+        rows = self._items(items, allow_empty=False)
+        await self._session(conversation_id, "conversation")
+        return _envelope([_item_obj(m) for m in await self._call("add_messages", conversation_id, rows)], False)
+
+    async def list_items(self, conversation_id: str, *, limit: int = 20, order: str = "desc",
+                         after: str | None = None) -> dict[str, Any]:
+        """One page of a conversation's items (``GET /v1/conversations/{conversation_id}/items``).
+
+        Args:
+            conversation_id: the conversation. limit: 1-100. order: ``"desc"`` (default) or ``"asc"``.
+            after: return the items that follow this item id in ``order``.
+
+        Returns:
+            ``{object: "list", data, first_id, last_id, has_more}``.
+
+        Raises:
+            NotFoundError: unknown conversation or cursor. OpenAIValidationError: bad limit or order.
+        """
+        await self._session(conversation_id, "conversation")
+        page, more = await self._page(conversation_id, limit=limit, order=order, after=after, before=None,
+                                      keep=lambda m: True, what="item")
+        return _envelope([_item_obj(m) for m in page], more)
+
+    async def retrieve_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
+        """Return one item (``GET /v1/conversations/{conversation_id}/items/{item_id}``).
+
+        Raises:
+            NotFoundError: unknown conversation or item.
+        """
+        await self._session(conversation_id, "conversation")
+        return _item_obj(await self._message(conversation_id, item_id, "item", thread=False))
+
+    async def delete_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
+        """Delete one item (``DELETE /v1/conversations/{conversation_id}/items/{item_id}``).
+
+        Returns:
+            The ``Conversation`` dict (as the API does), not a "deleted" object.
+
+        Raises:
+            NotFoundError: unknown conversation or item.
+        """
+        session = await self._session(conversation_id, "conversation")
+        await self._message(conversation_id, item_id, "item", thread=False)
+        await self._call("delete_message", conversation_id, item_id)
+        return _conversation_obj(session)
+
+
+PUBLIC_METHODS = ("create_thread", "retrieve_thread", "modify_thread", "delete_thread", "create_message",
+                  "list_messages", "retrieve_message", "modify_message", "delete_message", "retrieve_context",
+                  "create_conversation", "retrieve_conversation", "update_conversation", "delete_conversation",
+                  "create_items", "list_items", "retrieve_item", "delete_item")
+
+
+class OpenAIAssistantAdapter:
+    """Blocking twin of :class:`AsyncOpenAIAssistantAdapter` (same methods and arguments, plain return values).
+
+    Usable from scripts and from inside a running event loop (calls go through ``db.sync``).
+
+    Args:
+        db: an :class:`~agentbase.engine.AgentBase` or :class:`~agentbase.sync.SyncAgentBase`.
+        user_id: default owner of new threads and conversations.
+        agent_id: agent id recorded on new sessions.
+
+    Raises:
+        UsageError: ``db`` is not an AgentBase.
+    """
+
+    def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None):
+        self._impl = AsyncOpenAIAssistantAdapter(db, user_id=user_id, agent_id=agent_id)
+        self._impl._blocking = self._impl._aio.sync
+
+    @property
+    def aio(self) -> AsyncOpenAIAssistantAdapter:
+        """An :class:`AsyncOpenAIAssistantAdapter` over the same database and defaults."""
+        return AsyncOpenAIAssistantAdapter(self._impl._aio, user_id=self._impl.user_id,
+                                           agent_id=self._impl.agent_id)
+
+
+def _blocking(name: str) -> Any:
+    fn = getattr(AsyncOpenAIAssistantAdapter, name)
+
+    @functools.wraps(fn)
+    def method(self: OpenAIAssistantAdapter, *args: Any, **kwargs: Any) -> Any:
+        coro = fn(self._impl, *args, **kwargs)
+        try:
+            coro.send(None)  # every await inside goes to db.sync, so the coroutine finishes in one step
+        except StopIteration as done:
+            return done.value
+        coro.close()
+        raise UsageError(f"{name} suspended unexpectedly")  # pragma: no cover - defensive
+
+    method.__qualname__ = f"OpenAIAssistantAdapter.{name}"
+    return method
+
+
+for _name in PUBLIC_METHODS:
+    setattr(OpenAIAssistantAdapter, _name, _blocking(_name))
