@@ -290,5 +290,51 @@ def main() -> None:  # pragma: no cover
     app()
 
 
+@app.command()
+def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
+          port: int = typer.Option(8000, "--port", help="TCP port."),
+          token: list[str] = typer.Option([], "--token", help="Accepted bearer token (repeatable); adds to "
+                                          "AGENTBASE_AUTH__TOKENS."),
+          embedder: Optional[str] = EmbOpt,
+          log_level: str = typer.Option("info", "--log-level", help="uvicorn log level.")) -> None:
+    """Serve the HTTP API with uvicorn: OpenAI-compatible /v1/threads and /v1/conversations.
+
+    Binding to a non-loopback --host is refused unless bearer tokens are configured (--token or
+    AGENTBASE_AUTH__TOKENS); with tokens every request must send ``Authorization: Bearer <token>``.
+    """
+    import ipaddress
+
+    from .config import load_settings
+
+    try:
+        import uvicorn
+
+        from .web import create_app
+    except ImportError:
+        err.print("[red]error:[/red] the web extra is missing; run: pip install 'agentbase[web]'")
+        raise typer.Exit(2) from None
+    try:
+        tokens = list(dict.fromkeys([*token, *load_settings().auth.tokens]))
+    except AgentBaseError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not tokens:
+        err.print(f"[red]error:[/red] refusing to serve on {host} without authentication; bind to 127.0.0.1 or "
+                  "configure bearer tokens (--token or AGENTBASE_AUTH__TOKENS)", soft_wrap=True)
+        raise typer.Exit(2)
+    ab = _db(db, embedder)
+    shown = f"[{host}]" if ":" in host else host
+    console.print(f"AgentBase serving {db} at http://{shown}:{port}/v1 (OpenAI base_url)"
+                  + (" - bearer token required" if tokens else ""), soft_wrap=True)
+    try:
+        uvicorn.run(create_app(ab, tokens=tokens), host=host.strip("[]"), port=port, log_level=log_level)
+    finally:
+        ab.sync.close()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -7,11 +7,11 @@ import time
 import uuid
 from typing import Any
 
-from .errors import NotFoundError
+from .errors import AgentBaseError, NotFoundError
 from .models import Trace, TraceStep, utcnow
 from .timeutil import from_db_time, to_db_time
 
-__all__ = ["Tracer", "load_trace", "save_trace"]
+__all__ = ["Tracer", "diff_entries", "entity_graph", "list_traces", "load_trace", "save_trace", "trace_session"]
 
 
 class Tracer:
@@ -70,3 +70,208 @@ async def load_trace(db: Any, trace_id: str) -> Trace:
                  total_ms=row[4], result_ids=json.loads(row[5]), degrade_reason=row[6],
                  steps=[TraceStep(name=s[0], latency_ms=s[1], candidates_in=s[2], candidates_out=s[3],
                                   details=json.loads(s[4])) for s in steps])
+
+
+# ---------------------------------------------------------------------------------------------- debug APIs
+# Read-only views behind AgentBase.list_traces / trace_session / entity_graph / diff_entries. They take the
+# storage Database (``ab.db``) and run on the engine loop; every value is a bound parameter.
+
+_TRACE_SUMMARY = ("SELECT t.id, t.query, t.created_at, t.total_ms, t.result_ids, t.degrade_reason, "
+                  "(SELECT COUNT(*) FROM trace_steps s WHERE s.trace_id = t.id) FROM retrieval_traces t")
+
+
+def _trace_summary(row: tuple) -> dict[str, Any]:
+    result_ids = json.loads(row[4])
+    return {"id": row[0], "query": row[1], "created_at": from_db_time(row[2]), "total_ms": row[3],
+            "result_ids": result_ids, "results": len(result_ids), "degrade_reason": row[5], "steps": row[6]}
+
+
+async def list_traces(db: Any, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    """Newest persisted retrieval traces first, without their steps.
+
+    Args:
+        db: the storage :class:`~agentbase.storage.Database`.
+        limit: maximum rows. offset: rows to skip.
+
+    Returns:
+        Dicts ``{"id", "query", "created_at" (UTC datetime), "total_ms", "result_ids", "results", "steps",
+        "degrade_reason"}``.
+    """
+    rows = await db.fetchall(_TRACE_SUMMARY + " ORDER BY t.created_at DESC, t.id LIMIT ? OFFSET ?",
+                             (limit, offset))
+    return [_trace_summary(r) for r in rows]
+
+
+async def trace_session(db: Any, session_id: str) -> dict[str, Any]:
+    """Everything a session produced: its messages, the entries committed from it, and the traces that found them.
+
+    Args:
+        db: the storage :class:`~agentbase.storage.Database`.
+        session_id: the session.
+
+    Returns:
+        ``{"session": Session, "messages": [Message], "memories": [{"entry": Entry, "kind", "message_seq"}],
+        "traces": [trace summary as in :func:`list_traces`], "counts": {"messages", "memories", "by_kind",
+        "traces"}}``; ``kind`` is ``turn``, ``fact`` or ``summary`` (the ``session_memory_links`` row).
+
+    Raises:
+        NotFoundError: unknown session.
+    """
+    from .sessions import _MSG_COLS, _SESSION_COLS, _message, _session
+    from .storage.entries import entry_columns, row_to_entry
+
+    row = await db.fetchone(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
+    if row is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    messages = [_message(r) for r in await db.fetchall(
+        f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))]
+    links = await db.fetchall(
+        f"SELECT l.kind, l.message_seq, {entry_columns('e')} FROM session_memory_links l "
+        "JOIN entries e ON e.id = l.entry_id WHERE l.session_id = ? "
+        "ORDER BY COALESCE(l.message_seq, 1e9), e.created_at, e.rid", (session_id,))
+    memories = [{"entry": row_to_entry(r[2:]), "kind": r[0], "message_seq": r[1]} for r in links]
+    traces = [_trace_summary(r) for r in await db.fetchall(
+        _TRACE_SUMMARY + " WHERE EXISTS (SELECT 1 FROM json_each(t.result_ids) j JOIN session_memory_links l "
+        "ON l.entry_id = j.value WHERE l.session_id = ?) ORDER BY t.created_at DESC LIMIT 100", (session_id,))]
+    by_kind: dict[str, int] = {}
+    for m in memories:
+        by_kind[m["kind"]] = by_kind.get(m["kind"], 0) + 1
+    return {"session": _session(row), "messages": messages, "memories": memories, "traces": traces,
+            "counts": {"messages": len(messages), "memories": len(memories), "by_kind": by_kind,
+                       "traces": len(traces)}}
+
+
+def _tag_name(tag: str) -> str:
+    return tag[4:].replace("_", " ") if tag.startswith("ner_") else tag
+
+
+async def entity_graph(db: Any, entity: str | None = None, *, limit: int = 60) -> dict[str, Any]:
+    """The entity graph: graph tables (``entities``/``relations``) merged with entity-tag co-occurrence.
+
+    Nodes come from the ``entities`` table and from ``ner_<Entity>`` entry tags (so a database without graph
+    rows still has a graph); edges are ``relations`` rows (with their validity interval) plus ``co_occurs``
+    edges between two entity tags on the same active entry, weighted by the number of such entries.
+
+    Args:
+        db: the storage :class:`~agentbase.storage.Database`.
+        entity: a name (``"Caroline"``) or tag (``"ner_Caroline"``) for the neighbourhood of one entity;
+            None for the most-mentioned entities of the whole database.
+        limit: maximum number of nodes.
+
+    Returns:
+        ``{"entity", "nodes": [{"id", "name", "type", "mentions", "source"}], "edges": [{"source", "target",
+        "predicate", "weight", "valid_from", "valid_to", "source_entry_id"}], "entries": [Entry] (those tagged
+        with ``entity``; empty for the whole graph)}``. Node ids are entity tags (``ner_Name``).
+
+    Raises:
+        NotFoundError: ``entity`` is given but appears neither in the graph tables nor in any tag.
+    """
+    from .ner.base import tag_for
+    from .storage.entries import entry_columns, row_to_entry
+
+    active = "JOIN entries e ON e.rid = t.rid AND e.status = 'active' AND e.superseded_by IS NULL"
+    center = tag_for(entity) if entity is not None else None
+    nodes: dict[str, dict[str, Any]] = {}
+    if center is not None:  # the stored spelling of the tag (tags keep their first-seen case)
+        hit = await db.fetchone("SELECT tag FROM entry_tags WHERE tag = ? COLLATE NOCASE LIMIT 1", (center,))
+        center = hit[0] if hit else center
+        rows = await db.fetchall(
+            f"SELECT t2.tag, COUNT(*) FROM entry_tags t {active} JOIN entry_tags t2 ON t2.rid = t.rid "
+            "WHERE t.tag = ? AND t2.tag LIKE 'ner\\_%' ESCAPE '\\' GROUP BY t2.tag "
+            "ORDER BY COUNT(*) DESC, t2.tag LIMIT ?", (center, limit))
+    else:
+        rows = await db.fetchall(
+            f"SELECT t.tag, COUNT(*) FROM entry_tags t {active} WHERE t.tag LIKE 'ner\\_%' ESCAPE '\\' "
+            "GROUP BY t.tag ORDER BY COUNT(*) DESC, t.tag LIMIT ?", (limit,))
+    for tag, n in rows:
+        nodes[tag] = {"id": tag, "name": _tag_name(tag), "type": None, "mentions": n, "source": "tags"}
+    # Graph tables (written by the temporal graph); names normalise to the same ``ner_`` ids as the tags.
+    ent_rows = await db.fetchall("SELECT id, name, type, aliases FROM entities")
+    ent_ids: dict[str, str] = {}
+    types: dict[str, str | None] = {}
+    for eid, name, etype, _aliases in ent_rows:
+        try:
+            ent_ids[eid] = tag_for(name)
+        except AgentBaseError:  # a name without letters or digits cannot be a node
+            continue
+        types[ent_ids[eid]] = etype
+    rel_rows = await db.fetchall("SELECT subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, "
+                                 "confidence FROM relations ORDER BY created_at DESC LIMIT 2000")
+    edges: list[dict[str, Any]] = []
+    for subj, pred, obj, vfrom, vto, src, conf in rel_rows:
+        a, b = ent_ids.get(subj), ent_ids.get(obj)
+        if a is None or b is None or (center is not None and center.casefold() not in (a.casefold(), b.casefold())):
+            continue
+        edges.append({"source": a, "target": b, "predicate": pred, "weight": conf, "valid_from": vfrom,
+                      "valid_to": vto, "source_entry_id": src})
+    for e in edges:
+        for key in ("source", "target"):
+            node = nodes.setdefault(e[key], {"id": e[key], "name": _tag_name(e[key]), "type": None, "mentions": 0,
+                                             "source": "graph"})
+            node["type"] = node["type"] or types.get(e[key])
+    if center is not None and not nodes:
+        raise NotFoundError(f"entity {entity!r} not found")
+    tags = list(nodes)[: max(1, limit)]
+    if len(tags) > 1:
+        marks = ",".join("?" * len(tags))
+        pairs = await db.fetchall(
+            f"SELECT t.tag, t2.tag, COUNT(*) FROM entry_tags t {active} JOIN entry_tags t2 ON t2.rid = t.rid "
+            f"AND t.tag < t2.tag WHERE t.tag IN ({marks}) AND t2.tag IN ({marks}) GROUP BY t.tag, t2.tag "
+            "ORDER BY COUNT(*) DESC LIMIT 500", [*tags, *tags])
+        edges += [{"source": a, "target": b, "predicate": "co_occurs", "weight": n, "valid_from": None,
+                   "valid_to": None, "source_entry_id": None} for a, b, n in pairs]
+    entries = []
+    if center is not None:
+        entries = [row_to_entry(r) for r in await db.fetchall(
+            f"SELECT {entry_columns('e')} FROM entry_tags t {active} WHERE t.tag = ? "
+            "ORDER BY COALESCE(e.event_time, e.created_at) DESC LIMIT 50", (center,))]
+    return {"entity": center, "nodes": list(nodes.values()), "edges": edges, "entries": entries}
+
+
+_DIFF_FIELDS = ("context_type", "category", "scope", "user_id", "agent_id", "project_id", "session_id",
+                "confidence", "importance", "event_time", "status", "superseded_by", "uri", "mime_type", "name",
+                "description", "created_at", "updated_at")
+
+
+async def diff_entries(db: Any, a: str, b: str) -> dict[str, Any]:
+    """Compare two entries field by field, with a unified diff of their full text.
+
+    Args:
+        db: the storage :class:`~agentbase.storage.Database`.
+        a, b: entry ids (e.g. an old fact and the entry that superseded it).
+
+    Returns:
+        ``{"a": Entry, "b": Entry, "fields": {name: {"a", "b"}} (differing fields only), "tags_added",
+        "tags_removed", "metadata": {"added", "removed", "changed": {key: {"a", "b"}}}, "text_diff": [lines of a
+        unified diff of l2_full], "similarity": difflib ratio 0..1 of the two texts}``.
+
+    Raises:
+        NotFoundError: either id is unknown.
+    """
+    import difflib
+
+    from .storage.entries import ENTRY_COLUMNS, row_to_entry
+
+    found = []
+    for entry_id in (a, b):
+        row = await db.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
+        if row is None:
+            raise NotFoundError(f"entry {entry_id!r} not found")
+        found.append(row_to_entry(row))
+    ea, eb = found
+    fields = {}
+    for name in _DIFF_FIELDS:
+        va, vb = getattr(ea, name), getattr(eb, name)
+        if va != vb:
+            fields[name] = {"a": getattr(va, "value", va), "b": getattr(vb, "value", vb)}
+    ma, mb = ea.metadata, eb.metadata
+    text_diff = list(difflib.unified_diff(ea.l2_full.splitlines(), eb.l2_full.splitlines(), fromfile=ea.id,
+                                          tofile=eb.id, lineterm="", n=2))
+    return {"a": ea, "b": eb, "fields": fields,
+            "tags_added": [t for t in eb.tags if t not in ea.tags],
+            "tags_removed": [t for t in ea.tags if t not in eb.tags],
+            "metadata": {"added": {k: v for k, v in mb.items() if k not in ma},
+                         "removed": {k: v for k, v in ma.items() if k not in mb},
+                         "changed": {k: {"a": ma[k], "b": mb[k]} for k in ma if k in mb and ma[k] != mb[k]}},
+            "text_diff": text_diff,
+            "similarity": round(difflib.SequenceMatcher(None, ea.l2_full, eb.l2_full).ratio(), 4)}

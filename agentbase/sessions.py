@@ -19,7 +19,7 @@ from .ingest.summary import summarize_session
 from .models import ContextType, Message, Scope, Session, utcnow
 from .ner import entity_tags
 from .ingest.tiers import l0_abstract, l1_overview
-from .storage.entries import ENTRY_COLUMNS, entry_columns, insert_entry, record_history, row_to_entry, update_entry_row
+from .storage.entries import ENTRY_COLUMNS, entry_columns, insert_entries, insert_entry, record_history, row_to_entry, update_entry_row
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_limit, check_text
 
@@ -274,18 +274,22 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
     embed = ab._embed_enabled()
     now = utcnow()
     links: list[tuple[str, str, str, int | None]] = []
+    turn_entries = []
+    turn_tags = []
+    for msg, ents in zip(turns, entity_lists):
+        tags = entity_tags(ents)
+        turn_tags.append(tags)
+        turn_entries.append(ab._build_entry(
+            msg.content, category="turn", tags=tags, metadata={"role": msg.role, "speaker": msg.name,
+                                                               "message_id": msg.id, "message_seq": msg.seq},
+            scope=Scope.SESSION, owners={**owners, "session_id": session_id}, confidence=1.0, importance=0.3,
+            event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None, extra={},
+            extract_entities=False))
     async with db.transaction() as conn:
-        for msg, ents in zip(turns, entity_lists):
-            tags = entity_tags(ents)
-            entry = ab._build_entry(
-                msg.content, category="turn", tags=tags, metadata={"role": msg.role, "speaker": msg.name,
-                                                                   "message_id": msg.id, "message_seq": msg.seq},
-                scope=Scope.SESSION, owners={**owners, "session_id": session_id}, confidence=1.0,
-                importance=0.3, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
-                extra={})
-            await insert_entry(conn, entry, fact_key=None, embed=embed and msg.role in embed_roles)
+        await insert_entries(conn, turn_entries, embed=[embed and m.role in embed_roles for m in turns])
+        result["turns"] = len(turn_entries)
+        for msg, entry, tags in zip(turns, turn_entries, turn_tags):
             links.append((session_id, entry.id, "turn", msg.seq))
-            result["turns"] += 1
             if msg.role == "user":
                 for fact in extract_facts(msg.content):
                     outcome, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, embed, now)
@@ -321,7 +325,8 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         fact.text, category=fact.category, tags=tags, metadata={"source": "session", "message_id": msg.id,
                                                                 "fact_key": fact.subject_key, "value": fact.value},
         scope=Scope.GLOBAL, owners={**owners, "session_id": session_id}, confidence=float(fact.confidence),
-        importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None, extra={})
+        importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None, extra={},
+        extract_entities=False)
     outcome = "facts_added"
     if fact.subject_key:
         prev = await (await conn.execute(

@@ -1,21 +1,10 @@
 """OpenAI Threads (Assistants v2) and Conversations objects stored in AgentBase sessions.
 
-A thread or a conversation is an AgentBase session (session id = ``thread_…`` / ``conv_…``); a thread message or
-a conversation item is a session message (message id = ``msg_…``, ``fc_…``, ``fco_…``). Every method returns plain
-JSON-ready dicts shaped exactly like the OpenAI API objects of SDK 3.57 (``Thread``, ``Message``,
-``ThreadDeleted``, ``MessageDeleted``, ``Conversation``, ``ConversationItem``, list envelopes), so the HTTP façade
-(:mod:`agentbase.web.openai_routes`) serialises them unchanged.
-
-OpenAI-only fields (assistant/run ids, attachments, rich content parts, item type) live under the reserved
-``"_openai"`` key of the session/message metadata; the user's metadata is the rest. Sessions written by other
-adapters are visible too: a thread shows their ``user``/``assistant`` text messages, a conversation shows all.
-
-Example:
-    >>> from agentbase import SyncAgentBase                                       # doctest: +SKIP
-    >>> threads = OpenAIAssistantAdapter(SyncAgentBase("agent.db"))               # doctest: +SKIP
-    >>> t = threads.create_thread(metadata={"user_id": "alice"})                  # doctest: +SKIP
-    >>> threads.create_message(t["id"], "user", "I live in Lisbon")               # doctest: +SKIP
-    >>> threads.retrieve_context(t["id"], "where does the user live?")            # doctest: +SKIP
+A thread or a conversation is a session (id ``thread_…`` / ``conv_…``); a message or item is a session message
+(id ``msg_…``, ``fc_…``, ``fco_…``). Methods return JSON-ready dicts shaped exactly like the API objects of OpenAI SDK
+3.57, which :mod:`agentbase.web.openai_routes` serves unchanged. OpenAI-only fields (attachments, rich content
+parts, assistant/run ids, item type) live under the reserved ``"_openai"`` metadata key. Sessions written by other
+adapters are visible too: a thread shows their user/assistant text messages, a conversation shows every message.
 """
 
 from __future__ import annotations
@@ -36,7 +25,6 @@ CONV_INPUT_ROLES = ("user", "assistant", "system", "developer")
 CONV_ROLES = ("unknown", "user", "assistant", "system", "critic", "discriminator", "developer", "tool")
 ROLE_ALIASES = {"human": "user", "ai": "assistant"}
 MAX_ITEMS = 20
-
 
 class OpenAIValidationError(_ValidationError):
     """Bad input for an OpenAI-shaped call (an AgentBase :class:`~agentbase.errors.ValidationError`).
@@ -67,27 +55,38 @@ def _ts(dt: Any) -> int:
     return int(dt.timestamp())
 
 
+def _require(ok: Any, message: str, param: str | None) -> None:
+    if not ok:
+        raise OpenAIValidationError(message, param)
+
+
 def _check_metadata(value: Any, param: str = "metadata") -> dict[str, str] | None:
     """OpenAI metadata rules: at most 16 pairs, string keys up to 64 characters, string values up to 512."""
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise OpenAIValidationError(f"Invalid type for '{param}': expected an object.", param)
-    if len(value) > 16:
-        raise OpenAIValidationError(f"Invalid '{param}': at most 16 key-value pairs are allowed.", param)
+    _require(isinstance(value, dict), f"Invalid type for '{param}': expected an object.", param)
+    _require(len(value) <= 16, f"Invalid '{param}': at most 16 key-value pairs are allowed.", param)
     for key, item in value.items():
-        if not isinstance(key, str) or not 0 < len(key) <= 64:
-            raise OpenAIValidationError(f"Invalid '{param}': keys must be strings of 1-64 characters.", param)
-        if key == RESERVED:
-            raise OpenAIValidationError(f"Invalid '{param}': the key {RESERVED!r} is reserved.", param)
-        if not isinstance(item, str) or len(item) > 512:
-            raise OpenAIValidationError(
-                f"Invalid '{param}.{key}': values must be strings of at most 512 characters.", f"{param}.{key}")
+        _require(isinstance(key, str) and 0 < len(key) <= 64 and key != RESERVED,
+                 f"Invalid '{param}': keys must be strings of 1-64 characters (not {RESERVED!r}).", param)
+        _require(isinstance(item, str) and len(item) <= 512,
+                 f"Invalid '{param}.{key}': values must be strings of at most 512 characters.", f"{param}.{key}")
     return dict(value)
 
 
+def _check_object(value: Any, param: str) -> None:
+    _require(value is None or isinstance(value, dict), f"Invalid type for '{param}': expected an object.", param)
+
+
+def _check_page(limit: Any, order: Any) -> tuple[int, str]:
+    _require(not isinstance(limit, bool) and isinstance(limit, int) and 1 <= limit <= 100,
+             "Invalid 'limit': must be an integer between 1 and 100.", "limit")
+    _require(order in ("asc", "desc"), "Invalid 'order': must be 'asc' or 'desc'.", "order")
+    return limit, order
+
+
 def _split(metadata: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any]]:
-    """Split stored metadata into the user's string metadata and the reserved OpenAI fields."""
+    """Split stored metadata into the user's (string) metadata and the reserved OpenAI fields."""
     meta = dict(metadata or {})
     extra = meta.pop(RESERVED, None)
     shown = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in meta.items()}
@@ -99,108 +98,80 @@ def _join(user_meta: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, 
     return {**(user_meta or {}), **({RESERVED: extra} if extra else {})}
 
 
-def _check_limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
-        raise OpenAIValidationError("Invalid 'limit': must be an integer between 1 and 100.", "limit")
-    return limit
-
-
-def _check_order(order: Any) -> str:
-    if order not in ("asc", "desc"):
-        raise OpenAIValidationError("Invalid 'order': must be 'asc' or 'desc'.", "order")
-    return order
-
-
-def _thread_parts(content: Any, param: str = "content") -> list[dict[str, Any]]:
-    """Normalise Assistants message content (a string or text/image_file/image_url parts) to stored parts."""
+def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: Any, p: str = "") -> dict[str, Any]:
+    """Validate one Assistants message (content: a string or text/image_file/image_url parts) for add_messages."""
+    _require(role in THREAD_ROLES, f"Invalid '{p}role': must be 'user' or 'assistant'.", f"{p}role")
     if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if not isinstance(content, list) or not content:
-        raise OpenAIValidationError(f"Invalid '{param}': expected a string or a non-empty array of parts.", param)
-    parts = []
-    for i, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text" and isinstance(part.get("text"), str):
-            parts.append({"type": "text", "text": part["text"]})
-        elif kind in ("image_file", "image_url") and isinstance(part.get(kind), dict):
-            parts.append({"type": kind, kind: dict(part[kind])})
-        else:
-            raise OpenAIValidationError(f"Invalid '{param}[{i}]': expected a text, image_file or image_url part.",
-                                        f"{param}[{i}]")
-    return parts
-
-
-def _check_attachments(value: Any) -> list[dict[str, Any]] | None:
-    if value is None:
-        return None
-    ok = isinstance(value, list) and all(
+        parts = [{"type": "text", "text": content}]
+    else:
+        _require(isinstance(content, list) and content,
+                 f"Invalid '{p}content': expected a string or a non-empty array of parts.", f"{p}content")
+        parts = []
+        for i, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            _require((kind == "text" and isinstance(part.get("text"), str))
+                     or (kind in ("image_file", "image_url") and isinstance(part.get(kind), dict)),
+                     f"Invalid '{p}content[{i}]': expected a text, image_file or image_url part.", f"{p}content[{i}]")
+            parts.append({"type": "text", "text": part["text"]} if kind == "text" else
+                         {"type": kind, kind: part[kind]})
+    _require(attachments is None or (isinstance(attachments, list) and all(
         isinstance(a, dict) and isinstance(a.get("file_id", ""), str) and isinstance(a.get("tools", []), list)
         and all(isinstance(t, dict) and t.get("type") in ("code_interpreter", "file_search")
-                for t in a.get("tools", [])) for a in value)
-    if not ok:
-        raise OpenAIValidationError("Invalid 'attachments': expected [{file_id, tools: [{type}]}].", "attachments")
-    return [dict(a) for a in value]
+                for t in a.get("tools", [])) for a in attachments)),
+        f"Invalid '{p}attachments': expected [{{file_id, tools: [{{type}}]}}].", f"{p}attachments")
+    extra = {"attachments": attachments, "parts": None if len(parts) == 1 and parts[0]["type"] == "text" else parts}
+    return {"id": _new_id("msg"), "role": role, "content": "\n".join(x["text"] for x in parts if x["type"] == "text"),
+            "metadata": _join(_check_metadata(metadata, f"{p}metadata"), extra)}
 
 
-def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: Any,
-                          param: str = "") -> dict[str, Any]:
-    """Validate one Assistants message and return an AgentBase ``add_messages`` dict."""
-    if role not in THREAD_ROLES:
-        raise OpenAIValidationError(f"Invalid '{param}role': must be 'user' or 'assistant'.", f"{param}role")
-    parts = _thread_parts(content, f"{param}content")
-    meta = _check_metadata(metadata, f"{param}metadata")
-    extra = {"attachments": _check_attachments(attachments),
-             "parts": parts if len(parts) != 1 or parts[0]["type"] != "text" else None}
-    text = "\n".join(p["text"] for p in parts if p["type"] == "text")
-    return {"id": _new_id("msg"), "role": role, "content": text, "metadata": _join(meta, extra)}
-
-
-def _conv_item_input(item: Any, index: int) -> dict[str, Any]:
-    """Validate one Conversations input item (message, function_call, function_call_output)."""
+def _item_input(item: Any, index: int) -> dict[str, Any]:
+    """Validate one Conversations input item (message, function_call, function_call_output) for add_messages."""
     p = f"items[{index}]"
-    if not isinstance(item, dict):
-        raise OpenAIValidationError(f"Invalid '{p}': expected an object.", p)
+    _require(isinstance(item, dict), f"Invalid '{p}': expected an object.", p)
     kind = item.get("type", "message")
     if kind == "message":
-        role = item.get("role")
-        if role not in CONV_INPUT_ROLES:
-            raise OpenAIValidationError(f"Invalid '{p}.role': must be one of {', '.join(CONV_INPUT_ROLES)}.",
-                                        f"{p}.role")
-        content = item.get("content")
-        if isinstance(content, str):
-            texts = [content]
-        elif isinstance(content, list):
-            texts = []
-            for j, part in enumerate(content):
-                if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text", "text") \
-                        or not isinstance(part.get("text"), str):
-                    raise OpenAIValidationError(f"Invalid '{p}.content[{j}]': only input_text/output_text parts "
-                                                "are supported.", f"{p}.content[{j}]")
-                texts.append(part["text"])
-        else:
-            raise OpenAIValidationError(f"Invalid '{p}.content': expected a string or an array.", f"{p}.content")
-        extra = {"type": "message", "phase": item.get("phase") if item.get("phase") in ("commentary", "final_answer")
-                 else None, "parts": [{"type": "text", "text": t} for t in texts] if len(texts) != 1 else None}
+        role, content = item.get("role"), item.get("content")
+        _require(role in CONV_INPUT_ROLES, f"Invalid '{p}.role': must be one of {', '.join(CONV_INPUT_ROLES)}.",
+                 f"{p}.role")
+        _require(isinstance(content, (str, list)), f"Invalid '{p}.content': expected a string or an array.",
+                 f"{p}.content")
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            _require(isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text")
+                     and isinstance(part.get("text"), str),
+                     f"Invalid '{p}.content[{j}]': only input_text/output_text parts are supported.",
+                     f"{p}.content[{j}]")
+        texts = [content] if isinstance(content, str) else [part["text"] for part in content]
+        phase = item.get("phase") if item.get("phase") in ("commentary", "final_answer") else None
+        extra = {"type": "message", "phase": phase,
+                 "parts": [{"type": "text", "text": t} for t in texts] if len(texts) != 1 else None}
         return {"id": _new_id("msg"), "role": role, "content": "\n".join(texts), "metadata": _join({}, extra)}
     if kind == "function_call":
-        fields = {k: item.get(k) for k in ("call_id", "name", "arguments")}
-        bad = [k for k, v in fields.items() if not isinstance(v, str) or (k != "arguments" and not v)]
-        if bad:
-            raise OpenAIValidationError(f"Invalid '{p}.{bad[0]}': expected a string.", f"{p}.{bad[0]}")
-        call = {"id": fields["call_id"], "type": "function",
-                "function": {"name": fields["name"], "arguments": fields["arguments"]}}
+        for key in ("call_id", "name", "arguments"):
+            _require(isinstance(item.get(key), str) and (key == "arguments" or item[key]),
+                     f"Invalid '{p}.{key}': expected a string.", f"{p}.{key}")
+        call = {"id": item["call_id"], "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]}}
         return {"id": _new_id("fc"), "role": "assistant", "content": "", "tool_calls": [call],
                 "metadata": _join({}, {"type": "function_call"})}
     if kind == "function_call_output":
         call_id, output = item.get("call_id"), item.get("output")
         if isinstance(output, list) and all(isinstance(x, dict) and isinstance(x.get("text"), str) for x in output):
             output = "\n".join(x["text"] for x in output)
-        if not isinstance(call_id, str) or not call_id or not isinstance(output, str):
-            raise OpenAIValidationError(f"Invalid '{p}': function_call_output needs call_id and a text output.", p)
+        _require(isinstance(call_id, str) and call_id and isinstance(output, str),
+                 f"Invalid '{p}': function_call_output needs call_id and a text output.", p)
         return {"id": _new_id("fco"), "role": "tool", "content": output, "tool_call_id": call_id,
                 "metadata": _join({}, {"type": "function_call_output"})}
     raise OpenAIValidationError(f"Invalid '{p}.type': {kind!r} items are not supported (message, function_call, "
                                 "function_call_output are).", f"{p}.type")
+
+
+def _items_input(items: Any, *, allow_empty: bool) -> list[dict[str, Any]]:
+    if items is None and allow_empty:
+        return []
+    _require(isinstance(items, list) and (items or allow_empty), "Invalid 'items': expected a non-empty array.",
+             "items")
+    _require(len(items) <= MAX_ITEMS, f"Invalid 'items': at most {MAX_ITEMS} items can be added at a time.", "items")
+    return [_item_input(item, i) for i, item in enumerate(items)]
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -279,12 +250,12 @@ def _resolve(db: Any) -> Any:
 
 
 class AsyncOpenAIAssistantAdapter:
-    """OpenAI Threads and Conversations objects over an :class:`~agentbase.engine.AgentBase` (async).
+    """OpenAI Threads and Conversations over an :class:`~agentbase.engine.AgentBase` (async).
 
     Args:
         db: an :class:`~agentbase.engine.AgentBase` or :class:`~agentbase.sync.SyncAgentBase`.
-        user_id: owner of new threads/conversations unless a call passes one (default: the ``user_id`` key of
-            their metadata, if any). The owner scopes :meth:`retrieve_context` and committed memories.
+        user_id: owner of new threads/conversations unless a call passes one (else the ``user_id`` key of their
+            metadata, if any). The owner scopes :meth:`retrieve_context` and the memories a commit writes.
         agent_id: agent id recorded on new sessions.
 
     Raises:
@@ -326,35 +297,28 @@ class AsyncOpenAIAssistantAdapter:
 
     async def _page(self, session_id: str, *, limit: Any, order: Any, after: Any, before: Any, keep: Any,
                     what: str) -> tuple[list[Any], bool]:
-        """One cursor page of ``keep``-visible messages in ``order`` (by insertion = created_at)."""
-        limit, order = _check_limit(limit), _check_order(order)
+        """One cursor page of ``keep``-visible messages in ``order`` (insertion order = created_at order)."""
+        limit, order = _check_page(limit, order)
         lo = hi = None  # exclusive seq bounds
         for name, cursor in (("after", after), ("before", before)):
-            if cursor is None:
-                continue
-            msg = await self._call("get_message", session_id, cursor) if isinstance(cursor, str) and cursor else None
-            if msg is None:
-                raise _NotFound(f"No {what} found with id '{cursor}' (the '{name}' cursor).", name)
-            if (name == "after") == (order == "asc"):
-                lo = msg.seq
-            else:
-                hi = msg.seq
-        backwards = before is not None and after is None  # the items right before the cursor, then flip
+            if cursor is not None:
+                msg = await self._call("get_message", session_id, cursor) if isinstance(cursor, str) and cursor \
+                    else None
+                if msg is None:
+                    raise _NotFound(f"No {what} found with id '{cursor}' (the '{name}' cursor).", name)
+                lo, hi = (msg.seq, hi) if (name == "after") == (order == "asc") else (lo, msg.seq)
+        backwards = before is not None and after is None  # read the items nearest the cursor, then flip
         scan = order if not backwards else ("desc" if order == "asc" else "asc")
         found: list[Any] = []
-        batch_size = limit + 1
         while len(found) <= limit:
-            batch = await self._call("get_messages", session_id, limit=batch_size, order=scan, after_seq=lo,
+            batch = await self._call("get_messages", session_id, limit=limit + 1, order=scan, after_seq=lo,
                                      before_seq=hi)
             found.extend(m for m in batch if keep(m))
-            if len(batch) < batch_size:
+            if len(batch) <= limit:
                 break
-            if scan == "asc":
-                lo = batch[-1].seq
-            else:
-                hi = batch[-1].seq
-        page, has_more = found[:limit], len(found) > limit
-        return (page[::-1] if backwards else page), has_more
+            lo, hi = (batch[-1].seq, hi) if scan == "asc" else (lo, batch[-1].seq)
+        page = found[:limit]
+        return (page[::-1] if backwards else page), len(found) > limit
 
     # ------------------------------------------------------------------------------------------ threads
     async def create_thread(self, messages: list[dict[str, Any]] | None = None,
@@ -363,14 +327,12 @@ class AsyncOpenAIAssistantAdapter:
         """Create a thread (``POST /v1/threads``), optionally with initial messages.
 
         Args:
-            messages: ``[{"role", "content", "attachments"?, "metadata"?}]``; content is a string or a list of
-                ``text`` / ``image_file`` / ``image_url`` parts.
-            metadata: up to 16 string pairs.
-            tool_resources: stored and returned unchanged.
-            user_id: the thread's owner (default: the adapter's, else ``metadata["user_id"]``).
+            messages: ``[{"role", "content", "attachments"?, "metadata"?}]`` as in :meth:`create_message`.
+            metadata: up to 16 string pairs. tool_resources: stored and returned unchanged.
+            user_id: the owner (default: the adapter's, else ``metadata["user_id"]``).
 
         Returns:
-            A ``Thread`` dict: ``{id, object: "thread", created_at, metadata, tool_resources}``.
+            A ``Thread``: ``{id, object: "thread", created_at, metadata, tool_resources}``.
 
         Raises:
             OpenAIValidationError: bad messages or metadata (nothing is written).
@@ -384,8 +346,7 @@ class AsyncOpenAIAssistantAdapter:
                 raise OpenAIValidationError(f"Invalid 'messages[{i}]': expected an object.", f"messages[{i}]")
             rows.append(_thread_message_input(m.get("role"), m.get("content"), m.get("metadata"),
                                               m.get("attachments"), f"messages[{i}]."))
-        if tool_resources is not None and not isinstance(tool_resources, dict):
-            raise OpenAIValidationError("Invalid 'tool_resources': expected an object.", "tool_resources")
+        _check_object(tool_resources, "tool_resources")
         session = await self._new_session("thread", meta, {"object": "thread", "tool_resources": tool_resources},
                                           user_id)
         if rows:
@@ -393,7 +354,7 @@ class AsyncOpenAIAssistantAdapter:
         return _thread_obj(session)
 
     async def retrieve_thread(self, thread_id: str) -> dict[str, Any]:
-        """Return the ``Thread`` dict (``GET /v1/threads/{thread_id}``).
+        """Return a ``Thread`` (``GET /v1/threads/{thread_id}``).
 
         Raises:
             NotFoundError: unknown thread.
@@ -402,33 +363,27 @@ class AsyncOpenAIAssistantAdapter:
 
     async def modify_thread(self, thread_id: str, *, metadata: dict[str, str] | None = None,
                             tool_resources: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Replace a thread's metadata and/or tool resources (``POST /v1/threads/{thread_id}``).
-
-        Returns:
-            The updated ``Thread`` dict.
+        """Replace a thread's metadata and/or tool resources (``POST /v1/threads/{id}``); returns the ``Thread``.
 
         Raises:
             NotFoundError: unknown thread. OpenAIValidationError: bad metadata.
         """
         meta = _check_metadata(metadata)
-        if tool_resources is not None and not isinstance(tool_resources, dict):
-            raise OpenAIValidationError("Invalid 'tool_resources': expected an object.", "tool_resources")
+        _check_object(tool_resources, "tool_resources")
         session = await self._session(thread_id)
         if meta is None and tool_resources is None:
             return _thread_obj(session)
-        old_meta = {k: v for k, v in session.metadata.items() if k != RESERVED}
         _, extra = _split(session.metadata)
         if tool_resources is not None:
             extra["tool_resources"] = tool_resources
-        session = await self._call("update_session", thread_id,
-                                   metadata=_join(old_meta if meta is None else meta, extra))
-        return _thread_obj(session)
+        old_meta = {k: v for k, v in session.metadata.items() if k != RESERVED}
+        return _thread_obj(await self._call("update_session", thread_id,
+                                            metadata=_join(old_meta if meta is None else meta, extra)))
 
     async def delete_thread(self, thread_id: str) -> dict[str, Any]:
-        """Delete a thread and its messages (``DELETE /v1/threads/{thread_id}``); committed memories stay.
+        """Delete a thread and its messages (``DELETE /v1/threads/{id}``); committed memories stay.
 
-        Returns:
-            ``{id, object: "thread.deleted", deleted: True}``.
+        Returns ``{id, object: "thread.deleted", deleted: True}``.
 
         Raises:
             NotFoundError: unknown thread.
@@ -448,7 +403,7 @@ class AsyncOpenAIAssistantAdapter:
             metadata: up to 16 string pairs. attachments: ``[{file_id, tools: [{type}]}]`` (stored only).
 
         Returns:
-            A ``Message`` dict (``object: "thread.message"``, text content with empty annotations).
+            A ``Message`` (``object: "thread.message"``, text parts with empty annotations).
 
         Raises:
             NotFoundError: unknown thread. OpenAIValidationError: bad role, content, metadata or attachments.
@@ -462,14 +417,13 @@ class AsyncOpenAIAssistantAdapter:
         """One page of a thread's messages (``GET /v1/threads/{thread_id}/messages``).
 
         Args:
-            thread_id: the thread. limit: 1-100. order: ``"desc"`` (newest first, the API default) or ``"asc"``.
-            after: return the messages that follow this message id in ``order``.
-            before: return the messages that precede this message id in ``order`` (the ones nearest to it).
-            run_id: only messages created by this run.
+            thread_id: the thread. limit: 1-100. order: ``"desc"`` (newest first, the default) or ``"asc"``.
+            after / before: message ids; return the messages that follow / precede it in ``order`` (``before``
+                returns the ones nearest to it). run_id: only messages created by this run.
 
         Returns:
-            ``{object: "list", data, first_id, last_id, has_more}``; ``has_more`` tells whether more messages
-            lie beyond the page in the direction read.
+            ``{object: "list", data, first_id, last_id, has_more}``; ``has_more``: more lie beyond the page in the
+            direction read.
 
         Raises:
             NotFoundError: unknown thread or cursor. OpenAIValidationError: bad limit or order.
@@ -484,7 +438,7 @@ class AsyncOpenAIAssistantAdapter:
         return _envelope([_message_obj(m) for m in page], more)
 
     async def retrieve_message(self, thread_id: str, message_id: str) -> dict[str, Any]:
-        """Return one ``Message`` dict (``GET /v1/threads/{thread_id}/messages/{message_id}``).
+        """Return a ``Message`` (``GET /v1/threads/{thread_id}/messages/{message_id}``).
 
         Raises:
             NotFoundError: unknown thread or message.
@@ -494,10 +448,7 @@ class AsyncOpenAIAssistantAdapter:
 
     async def modify_message(self, thread_id: str, message_id: str, *,
                              metadata: dict[str, str] | None = None) -> dict[str, Any]:
-        """Replace a message's metadata (``POST /v1/threads/{thread_id}/messages/{message_id}``).
-
-        Returns:
-            The updated ``Message`` dict.
+        """Replace a message's metadata (``POST /v1/threads/{id}/messages/{msg_id}``); returns the ``Message``.
 
         Raises:
             NotFoundError: unknown thread or message. OpenAIValidationError: bad metadata.
@@ -511,10 +462,9 @@ class AsyncOpenAIAssistantAdapter:
         return _message_obj(await self._call("update_message", thread_id, message_id, metadata=_join(meta, extra)))
 
     async def delete_message(self, thread_id: str, message_id: str) -> dict[str, Any]:
-        """Delete one message (``DELETE /v1/threads/{thread_id}/messages/{message_id}``).
+        """Delete a message (``DELETE /v1/threads/{id}/messages/{msg_id}``).
 
-        Returns:
-            ``{id, object: "thread.message.deleted", deleted: True}``.
+        Returns ``{id, object: "thread.message.deleted", deleted: True}``.
 
         Raises:
             NotFoundError: unknown thread or message.
@@ -532,20 +482,20 @@ class AsyncOpenAIAssistantAdapter:
 
     async def retrieve_context(self, thread_id: str, query: str, top_k: int = 5, *, commit: bool = True,
                                flush_timeout: float | None = 10.0) -> list[dict[str, Any]]:
-        """Find the context most relevant to ``query`` for a thread: its messages and its owner's memories.
+        """Find the context most relevant to ``query``: the thread's messages and its owner's memories.
 
-        Runs AgentBase ``find`` scoped to the thread's session, and (when the thread has an owner) to the owner's
-        memories across sessions, then merges both by score.
+        AgentBase ``find`` runs scoped to the thread's session and, when the thread has an owner, to the owner's
+        memories across sessions; both result lists are merged by score.
 
         Args:
             thread_id: the thread. query: the text to search for. top_k: results to return (1-100).
-            commit: first commit the thread's new messages (``commit_session``, idempotent, zero LLM calls) so
-                that they are searchable as turns and facts.
-            flush_timeout: seconds to wait for the new entries' vectors after a commit (keyword search needs none).
+            commit: first commit the thread's new messages (``commit_session``: idempotent, zero LLM calls) so that
+                they are searchable as turns and facts.
+            flush_timeout: seconds to wait for new vectors after a commit (keyword search needs none).
 
         Returns:
-            Best first: ``{entry_id, source ("thread" or "memory"), category, role, message_id, content, score,
-            matched_by, created_at}``; ``message_id``/``role`` are set for turns of a thread message.
+            Best first: ``{entry_id, source ("thread"/"memory"), category, role, message_id, content, score,
+            matched_by, created_at}``; ``message_id`` and ``role`` are set for turns of a thread message.
 
         Raises:
             NotFoundError: unknown thread. OpenAIValidationError: bad top_k.
@@ -562,12 +512,11 @@ class AsyncOpenAIAssistantAdapter:
         best: dict[str, dict[str, Any]] = {}
         for source, r in hits:
             e = r.entry
-            if e.id in best and best[e.id]["score"] >= r.score:
-                continue
-            best[e.id] = {"entry_id": e.id, "source": "thread" if e.session_id == thread_id else source,
-                          "category": e.category, "role": e.metadata.get("role"),
-                          "message_id": e.metadata.get("message_id"), "content": r.text or e.content,
-                          "score": float(r.score), "matched_by": r.matched_by, "created_at": _ts(e.created_at)}
+            if e.id not in best or best[e.id]["score"] < r.score:
+                best[e.id] = {"entry_id": e.id, "source": "thread" if e.session_id == thread_id else source,
+                              "category": e.category, "role": e.metadata.get("role"),
+                              "message_id": e.metadata.get("message_id"), "content": r.text or e.content,
+                              "score": float(r.score), "matched_by": r.matched_by, "created_at": _ts(e.created_at)}
         return sorted(best.values(), key=lambda h: -h["score"])[:top_k]
 
     # ------------------------------------------------------------------------------------------ conversations
@@ -577,36 +526,25 @@ class AsyncOpenAIAssistantAdapter:
         """Create a conversation (``POST /v1/conversations``) with up to 20 initial items.
 
         Args:
-            items: message items (``{"type": "message", "role", "content"}``; content a string or
-                ``input_text``/``output_text`` parts), ``function_call`` or ``function_call_output`` items.
-            metadata: up to 16 string pairs. user_id: the owner (as in :meth:`create_thread`).
+            items: ``message`` items (content a string or ``input_text``/``output_text`` parts), ``function_call``
+                or ``function_call_output`` items. metadata: up to 16 string pairs.
+            user_id: the owner (as in :meth:`create_thread`).
 
         Returns:
-            A ``Conversation`` dict: ``{id, object: "conversation", created_at, metadata}``.
+            A ``Conversation``: ``{id, object: "conversation", created_at, metadata}``.
 
         Raises:
             OpenAIValidationError: bad items or metadata (nothing is written).
         """
         meta = _check_metadata(metadata)
-        rows = self._items(items, allow_empty=True)
+        rows = _items_input(items, allow_empty=True)
         session = await self._new_session("conv", meta, {"object": "conversation"}, user_id)
         if rows:
             await self._call("add_messages", session.id, rows)
         return _conversation_obj(session)
 
-    @staticmethod
-    def _items(items: Any, *, allow_empty: bool) -> list[dict[str, Any]]:
-        if items is None and allow_empty:
-            return []
-        if not isinstance(items, list) or (not items and not allow_empty):
-            raise OpenAIValidationError("Invalid 'items': expected a non-empty array.", "items")
-        if len(items) > MAX_ITEMS:
-            raise OpenAIValidationError(f"Invalid 'items': at most {MAX_ITEMS} items can be added at a time.",
-                                        "items")
-        return [_conv_item_input(item, i) for i, item in enumerate(items)]
-
     async def retrieve_conversation(self, conversation_id: str) -> dict[str, Any]:
-        """Return the ``Conversation`` dict (``GET /v1/conversations/{conversation_id}``).
+        """Return a ``Conversation`` (``GET /v1/conversations/{conversation_id}``).
 
         Raises:
             NotFoundError: unknown conversation.
@@ -627,10 +565,9 @@ class AsyncOpenAIAssistantAdapter:
         return _conversation_obj(await self._call("update_session", conversation_id, metadata=_join(meta, extra)))
 
     async def delete_conversation(self, conversation_id: str) -> dict[str, Any]:
-        """Delete a conversation and its items (``DELETE /v1/conversations/{conversation_id}``).
+        """Delete a conversation and its items (``DELETE /v1/conversations/{id}``).
 
-        Returns:
-            ``{id, object: "conversation.deleted", deleted: True}``.
+        Returns ``{id, object: "conversation.deleted", deleted: True}``.
 
         Raises:
             NotFoundError: unknown conversation.
@@ -640,15 +577,14 @@ class AsyncOpenAIAssistantAdapter:
         return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
     async def create_items(self, conversation_id: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-        """Append 1-20 items (``POST /v1/conversations/{conversation_id}/items``) in one transaction.
+        """Append 1-20 items in one transaction (``POST /v1/conversations/{id}/items``).
 
-        Returns:
-            A ``ConversationItemList``: ``{object: "list", data, first_id, last_id, has_more: False}``.
+        Returns a ``ConversationItemList``: ``{object: "list", data, first_id, last_id, has_more: False}``.
 
         Raises:
             NotFoundError: unknown conversation. OpenAIValidationError: bad items (none is written).
         """
-        rows = self._items(items, allow_empty=False)
+        rows = _items_input(items, allow_empty=False)
         await self._session(conversation_id, "conversation")
         return _envelope([_item_obj(m) for m in await self._call("add_messages", conversation_id, rows)], False)
 
@@ -681,10 +617,7 @@ class AsyncOpenAIAssistantAdapter:
         return _item_obj(await self._message(conversation_id, item_id, "item", thread=False))
 
     async def delete_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
-        """Delete one item (``DELETE /v1/conversations/{conversation_id}/items/{item_id}``).
-
-        Returns:
-            The ``Conversation`` dict (as the API does), not a "deleted" object.
+        """Delete one item (``DELETE /v1/conversations/{id}/items/{item_id}``); returns the ``Conversation``.
 
         Raises:
             NotFoundError: unknown conversation or item.
@@ -702,14 +635,13 @@ PUBLIC_METHODS = ("create_thread", "retrieve_thread", "modify_thread", "delete_t
 
 
 class OpenAIAssistantAdapter:
-    """Blocking twin of :class:`AsyncOpenAIAssistantAdapter` (same methods and arguments, plain return values).
+    """Blocking twin of :class:`AsyncOpenAIAssistantAdapter`: same methods, arguments and return values.
 
-    Usable from scripts and from inside a running event loop (calls go through ``db.sync``).
+    Works in scripts and inside a running event loop (every call goes through ``db.sync``).
 
     Args:
         db: an :class:`~agentbase.engine.AgentBase` or :class:`~agentbase.sync.SyncAgentBase`.
-        user_id: default owner of new threads and conversations.
-        agent_id: agent id recorded on new sessions.
+        user_id: default owner of new threads and conversations. agent_id: recorded on new sessions.
 
     Raises:
         UsageError: ``db`` is not an AgentBase.

@@ -21,6 +21,7 @@ __all__ = [
     "delete_entry_row",
     "enqueue_job",
     "entry_columns",
+    "insert_entries",
     "insert_entry",
     "record_history",
     "row_to_entry",
@@ -93,36 +94,59 @@ def _fts_source(entry: Entry) -> str:
     return fts_document("\n".join(p for p in parts if p))
 
 
-async def insert_entry(conn: Any, entry: Entry, *, fact_key: str | None, embed: bool) -> int:
-    """Insert ``entry`` with its tags, an ADD history event and (if ``embed``) an embedding job.
+_INSERT = (
+    "INSERT INTO entries(id, context_type, category, l0_abstract, l1_overview, l2_full, fts_text, tags, "
+    "metadata, scope, user_id, agent_id, project_id, session_id, confidence, importance, created_at, "
+    "updated_at, event_time, content_hash, fact_key, access_count, last_accessed_at, superseded_by, status, "
+    "uri, mime_type, name, description) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 
-    Returns:
-        The new row id.
-    """
-    now = to_db_time(entry.updated_at)
-    cur = await conn.execute(
-        "INSERT INTO entries(id, context_type, category, l0_abstract, l1_overview, l2_full, fts_text, tags, "
-        "metadata, scope, user_id, agent_id, project_id, session_id, confidence, importance, created_at, "
-        "updated_at, event_time, content_hash, fact_key, access_count, last_accessed_at, superseded_by, status, "
-        "uri, mime_type, name, description) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            entry.id, entry.context_type.value, entry.category, entry.l0_abstract, entry.l1_overview,
-            entry.l2_full, _fts_source(entry), json.dumps(entry.tags, ensure_ascii=False),
-            json.dumps(entry.metadata, ensure_ascii=False), entry.scope.value, entry.user_id, entry.agent_id,
-            entry.project_id, entry.session_id, entry.confidence, entry.importance,
-            to_db_time(entry.created_at), now,
-            to_db_time(entry.event_time) if entry.event_time else None, entry.content_hash, fact_key,
-            entry.access_count, None, entry.superseded_by, entry.status, entry.uri, entry.mime_type,
-            entry.name, entry.description,
-        ),
+
+def _insert_row(entry: Entry, fact_key: str | None) -> tuple:
+    return (
+        entry.id, entry.context_type.value, entry.category, entry.l0_abstract, entry.l1_overview,
+        entry.l2_full, _fts_source(entry), json.dumps(entry.tags, ensure_ascii=False),
+        json.dumps(entry.metadata, ensure_ascii=False), entry.scope.value, entry.user_id, entry.agent_id,
+        entry.project_id, entry.session_id, entry.confidence, entry.importance,
+        to_db_time(entry.created_at), to_db_time(entry.updated_at),
+        to_db_time(entry.event_time) if entry.event_time else None, entry.content_hash, fact_key,
+        entry.access_count, None, entry.superseded_by, entry.status, entry.uri, entry.mime_type,
+        entry.name, entry.description,
     )
-    rid = cur.lastrowid
-    await _write_tags(conn, rid, entry.tags)
-    await record_history(conn, entry.id, "ADD", None, entry.l2_full, now)
-    if embed:
-        await enqueue_job(conn, "embed", entry.id, now)
-    return rid
+
+
+async def insert_entries(conn: Any, entries: list[Entry], *, fact_keys: list[str | None] | None = None,
+                         embed: list[bool] | bool = True) -> None:
+    """Insert entries with their tags, ADD history events and embedding jobs, batched (one statement each).
+
+    Args:
+        conn: the writer of an open transaction.
+        entries: new entries (ids must be unused).
+        fact_keys: per entry, the knowledge-update key of an extracted fact (or None).
+        embed: per entry (or for all), whether to queue an embedding job.
+    """
+    if not entries:
+        return
+    keys = fact_keys or [None] * len(entries)
+    flags = embed if isinstance(embed, list) else [embed] * len(entries)
+    await conn.executemany(_INSERT, [_insert_row(e, k) for e, k in zip(entries, keys)])
+    await conn.executemany("INSERT OR IGNORE INTO entry_tags(rid, tag) SELECT rid, ? FROM entries WHERE id = ?",
+                           [(t, e.id) for e in entries for t in e.tags])
+    await conn.executemany(
+        "INSERT INTO entry_history(id, entry_id, event, old_value, new_value, metadata, created_at) "
+        "VALUES (?, ?, 'ADD', NULL, ?, '{}', ?)",
+        [(str(uuid.uuid4()), e.id, e.l2_full, to_db_time(e.updated_at)) for e in entries])
+    await conn.executemany(
+        "INSERT INTO jobs(kind, target, status, attempts, next_run_at, created_at, updated_at) "
+        "VALUES ('embed', ?, 'pending', 0, ?, ?, ?) ON CONFLICT(kind, target) DO UPDATE SET status='pending', "
+        "attempts=0, next_run_at=excluded.next_run_at, last_error=NULL, updated_at=excluded.updated_at",
+        [(e.id, *(to_db_time(e.updated_at),) * 3) for e, f in zip(entries, flags) if f])
+
+
+async def insert_entry(conn: Any, entry: Entry, *, fact_key: str | None, embed: bool) -> None:
+    """Insert one entry with its tags, an ADD history event and (if ``embed``) an embedding job."""
+    await insert_entries(conn, [entry], fact_keys=[fact_key], embed=embed)
 
 
 async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str, embed: bool) -> None:

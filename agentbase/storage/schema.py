@@ -191,5 +191,36 @@ CREATE INDEX ix_relations_subject ON relations(subject_id, predicate);
 CREATE INDEX ix_relations_object ON relations(object_id);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# Version 3: entity alias index (case- and alias-insensitive merging), skill folder files, agent heartbeats.
+_V3 = """
+CREATE TABLE entity_aliases (
+    norm_alias TEXT PRIMARY KEY,
+    entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX ix_entity_aliases_entity ON entity_aliases(entity_id);
+INSERT OR IGNORE INTO entity_aliases(norm_alias, entity_id) SELECT norm_name, id FROM entities;
+CREATE INDEX ix_relations_source ON relations(source_entry_id);
+CREATE INDEX ix_relations_object_pred ON relations(object_id, predicate);
+CREATE TABLE skill_files (
+    skill_id TEXT NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    content TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (skill_id, path)
+) WITHOUT ROWID;
+CREATE INDEX ix_entries_skill_name ON entries(name) WHERE context_type = 'skill';
+CREATE TABLE agent_heartbeats (
+    session_id TEXT PRIMARY KEY,
+    agent_id TEXT,
+    project_id TEXT,
+    task TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    started_at TEXT NOT NULL,
+    last_seen_at TEXT NOT NULL
+);
+CREATE INDEX ix_heartbeats_project ON agent_heartbeats(project_id, last_seen_at);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 SCHEMA_VERSION = len(MIGRATIONS)

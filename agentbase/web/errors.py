@@ -68,6 +68,8 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
         message = "We could not parse the JSON body of your request."
     elif first.get("type") == "missing":
         message = f"Missing required parameter: '{param}'."
+    elif param is None:
+        message = f"Invalid request body: {first.get('msg', 'invalid input')}."
     else:
         message = f"Invalid value for '{param}': {first.get('msg', 'invalid input')}."
     return error_response(400, message, param=param)

@@ -1,0 +1,433 @@
+"""LlamaIndex adapters: chat stores whose keys are AgentBase sessions.
+
+* :class:`AgentBaseChatStore` is a ``BaseChatStore`` with ``SimpleChatStore`` semantics, for
+  ``ChatMemoryBuffer.from_defaults(chat_store=..., chat_store_key=...)`` and the chat engines built on it.
+* :class:`AgentBaseDBChatStore` is an ``AsyncDBChatStore`` (active/archived FIFO queue) for the newer
+  ``llama_index.core.memory.Memory`` (``Memory.from_defaults(chat_store=...)``).
+
+A key is a session id; each ``ChatMessage`` is one row of the session log (strict ``seq`` order). ``role``,
+``content`` (the text blocks), ``name``, ``tool_calls`` and ``tool_call_id`` columns are filled for AgentBase's
+own use, and the exact message (``ChatMessage.model_dump(mode="json")``) is kept in ``metadata["llama_index"]``,
+so role, blocks and ``additional_kwargs`` round-trip. Messages written by other adapters are rebuilt from the
+columns. Both stores see the same sessions; the queue status lives in ``metadata["llama_index_status"]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Coroutine
+from typing import Any, List, Optional, TypeVar
+
+from ..engine import AgentBase
+from ..errors import MissingDependencyError, NotFoundError
+from ..models import Message
+from ..sync import SyncAgentBase
+
+try:
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+    from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.core.storage.chat_store.base import BaseChatStore
+    from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("llama-index-core", "llama-index") from exc
+
+__all__ = ["AgentBaseChatStore", "AgentBaseDBChatStore"]
+
+T = TypeVar("T")
+METADATA_KEY = "llama_index"
+STATUS_KEY = "llama_index_status"
+SESSION_MARK = "llama_index_chat_store"  # session metadata flag: the session is a key of these stores
+_ROLES = {r.value for r in MessageRole}
+
+
+# ---------------------------------------------------------------------------------------------------- plumbing
+class _Runner:
+    """One daemon thread with an event loop, so the sync methods can run the async code from anywhere
+    (plain scripts, inside ``async def main()``, other threads) without ``asyncio.run`` conflicts."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def run(cls, coro: Coroutine[Any, Any, T]) -> T:
+        with cls._lock:
+            if cls._loop is None:
+                cls._loop = asyncio.new_event_loop()
+                cls._thread = threading.Thread(target=cls._loop.run_forever, name="agentbase-llama-index",
+                                               daemon=True)
+                cls._thread.start()
+        if threading.current_thread() is cls._thread:  # pragma: no cover - would deadlock
+            coro.close()
+            raise RuntimeError("sync chat-store method called from the adapter's own loop; use the async one")
+        return asyncio.run_coroutine_threadsafe(coro, cls._loop).result()
+
+
+def _resolve_db(db: Any) -> tuple[AgentBase, bool]:
+    """Return ``(AgentBase, owned)`` for an AgentBase, a SyncAgentBase or a file path."""
+    if isinstance(db, AgentBase):
+        return db, False
+    if isinstance(db, SyncAgentBase):
+        return db.aio, False
+    if isinstance(db, (str, os.PathLike)):
+        return AgentBase(db), True
+    raise TypeError(f"db must be an AgentBase, a SyncAgentBase or a path, got {type(db).__name__}")
+
+
+def _usable_id(value: Any) -> str | None:
+    if isinstance(value, str) and 0 < len(value) <= 256 and "\x00" not in value:
+        return value
+    return None
+
+
+def message_to_row(message: ChatMessage, status: str | None = None) -> dict[str, Any]:
+    """Convert a ``ChatMessage`` to an AgentBase message dict.
+
+    Args:
+        message: the LlamaIndex message.
+        status: queue status stored for :class:`AgentBaseDBChatStore` (None: not recorded, reads as active).
+
+    Returns:
+        ``{"role", "content", "name", "tool_calls", "tool_call_id", "metadata"}``.
+    """
+    if not isinstance(message, ChatMessage):
+        raise TypeError(f"expected a llama_index ChatMessage, got {type(message).__name__}")
+    kwargs = message.additional_kwargs
+    calls = [{"id": b.tool_call_id, "type": "function",
+              "function": {"name": b.tool_name, "arguments": b.tool_kwargs if isinstance(b.tool_kwargs, str)
+                           else json.dumps(b.tool_kwargs)}}
+             for b in message.blocks if isinstance(b, ToolCallBlock)]
+    dumped = message.model_dump(mode="json")
+    if not calls and isinstance(dumped["additional_kwargs"].get("tool_calls"), list):
+        calls = [c for c in dumped["additional_kwargs"]["tool_calls"] if isinstance(c, dict)]
+    metadata: dict[str, Any] = {METADATA_KEY: dumped}
+    if status is not None:
+        metadata[STATUS_KEY] = status
+    return {"role": message.role.value, "content": message.content or "", "name": _usable_id(kwargs.get("name")),
+            "tool_calls": calls or None, "tool_call_id": _usable_id(kwargs.get("tool_call_id")),
+            "metadata": metadata}
+
+
+def row_to_message(row: Message) -> ChatMessage:
+    """Rebuild a ``ChatMessage`` from a stored AgentBase :class:`~agentbase.models.Message`.
+
+    Messages written through these stores come back exactly; others are built from the columns (unknown roles
+    become ``user``; ``name``, ``tool_call_id`` and OpenAI-style ``tool_calls`` go to ``additional_kwargs``).
+    """
+    stored = row.metadata.get(METADATA_KEY)
+    if isinstance(stored, dict):
+        return ChatMessage.model_validate(stored)
+    extra: dict[str, Any] = {}
+    for key in ("name", "tool_call_id", "tool_calls"):
+        if getattr(row, key):
+            extra[key] = getattr(row, key)
+    role = row.role if row.role in _ROLES else MessageRole.USER.value
+    return ChatMessage(role=role, blocks=[TextBlock(text=row.content)], additional_kwargs=extra)
+
+
+def _row_dict(m: Message) -> dict[str, Any]:
+    """A stored message as an ``add_messages`` dict that keeps its id, timestamp and metadata."""
+    return {"id": m.id, "role": m.role, "content": m.content, "name": m.name, "tool_calls": m.tool_calls,
+            "tool_call_id": m.tool_call_id, "metadata": m.metadata, "created_at": m.created_at}
+
+
+def _status(m: Message) -> str:
+    return m.metadata.get(STATUS_KEY, MessageStatus.ACTIVE.value)
+
+
+class _SessionsMixin:
+    """Key <-> session plumbing shared by both stores.
+
+    The stores declare the fields ``db_path``, ``user_id``, ``agent_id`` and the private ``_db``, ``_owned``,
+    ``_known``.
+    """
+
+    def _bind(self, db: Any) -> None:
+        ab, owned = _resolve_db(db)
+        self._db, self._owned, self._known = ab, owned, set()
+        if self.db_path is None:
+            self.db_path = str(ab.path)
+
+    @property
+    def db(self) -> AgentBase:
+        """The underlying async :class:`~agentbase.AgentBase` (reopened from ``db_path`` after unpickling)."""
+        if self._db is None:
+            if not self.db_path:
+                raise RuntimeError("this chat store has no database")
+            self._bind(self.db_path)
+        return self._db
+
+    def close(self) -> None:
+        """Close the database if this store opened it from a path (otherwise do nothing)."""
+        if self._db is not None and self._owned:
+            _Runner.run(self._db.close())
+
+    async def _ensure(self, key: str) -> None:
+        """Create the session for ``key`` (owned by user_id/agent_id) and flag it as a chat-store key."""
+        session = await self.db.create_session(session_id=key, user_id=self.user_id, agent_id=self.agent_id,
+                                               metadata={SESSION_MARK: True})
+        if not session.metadata.get(SESSION_MARK):
+            await self.db.update_session(key, metadata={**session.metadata, SESSION_MARK: True})
+        self._known.add(key)
+
+    async def _append(self, key: str, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        if key not in self._known:
+            await self._ensure(key)
+        try:
+            await self.db.add_messages(key, rows)
+        except NotFoundError:  # the session was deleted meanwhile (e.g. through another store object)
+            await self._ensure(key)
+            await self.db.add_messages(key, rows)
+
+    async def _replace(self, key: str, rows: list[dict[str, Any]]) -> None:
+        await self._ensure(key)
+        await self.db.replace_messages(key, rows)
+
+    async def _drop(self, key: str) -> Optional[List[Message]]:
+        """Delete the session of ``key``; return its messages, or None if it did not exist."""
+        if await self.db.get_session(key) is None:
+            return None
+        rows = await self.db.get_messages(key)
+        await self.db.delete_session(key)
+        self._known.discard(key)
+        return rows
+
+    async def _pick(self, key: str, idx: int, status: str | None = None) -> Optional[Message]:
+        """The message at list position ``idx`` (Python semantics, negatives count from the end) or None."""
+        if status is None:
+            if idx >= 0:
+                rows = await self.db.get_messages(key, limit=idx + 1)
+                return rows[idx] if len(rows) > idx else None
+            rows = await self.db.get_messages(key, order="desc", limit=-idx)
+            return rows[-1] if len(rows) >= -idx else None
+        rows = [m for m in await self.db.get_messages(key) if _status(m) == status]
+        return rows[idx] if -len(rows) <= idx < len(rows) else None
+
+    async def _keys(self) -> List[str]:
+        sessions, offset = [], 0
+        while True:
+            page = await self.db.list_sessions(user_id=self.user_id, agent_id=self.agent_id, limit=1000,
+                                               offset=offset)
+            sessions.extend(page)
+            if len(page) < 1000:
+                break
+            offset += len(page)
+        return [s.id for s in reversed(sessions) if s.metadata.get(SESSION_MARK)]  # creation order
+
+
+# ---------------------------------------------------------------------------------------------------- stores
+class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
+    """A LlamaIndex ``BaseChatStore`` on an AgentBase file, with ``SimpleChatStore`` semantics.
+
+    Each key is a session (created on first write with ``user_id``/``agent_id`` as owners, so
+    ``db.commit_session(key)`` files its memories under them). Unknown keys read as ``[]``; ``delete_messages``
+    removes the key (its session); ``idx`` arguments are list positions. Every method has a real async twin.
+
+    Args:
+        db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path (a path opens
+            a private AgentBase with default settings; :meth:`close` closes it).
+        user_id: owner recorded on new sessions; also restricts :meth:`get_keys` to that owner's sessions.
+        agent_id: agent recorded on new sessions; also restricts :meth:`get_keys`.
+
+    Example:
+        >>> store = AgentBaseChatStore("agent.db", user_id="alice")                               # doctest: +SKIP
+        >>> memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="alice-1")   # doctest: +SKIP
+    """
+
+    db_path: Optional[str] = None
+    user_id: Optional[str] = None
+    agent_id: Optional[str] = None
+    _db: Any = PrivateAttr(default=None)
+    _owned: bool = PrivateAttr(default=False)
+    _known: set = PrivateAttr(default_factory=set)
+
+    def __init__(self, db: Any = None, **data: Any) -> None:
+        super().__init__(**data)
+        if db is None and self.db_path is None:
+            raise TypeError("AgentBaseChatStore needs db (an AgentBase, a SyncAgentBase or a path)")
+        if db is not None:
+            self._bind(db)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialization name of the class."""
+        return "AgentBaseChatStore"
+
+    # -- async (the real implementations)
+    async def aset_messages(self, key: str, messages: List[ChatMessage]) -> None:
+        """Replace the messages of ``key`` (one transaction); the key exists afterwards even if empty."""
+        await self._replace(key, [message_to_row(m) for m in messages])
+
+    async def aget_messages(self, key: str) -> List[ChatMessage]:
+        """Messages of ``key`` in insertion order; ``[]`` for an unknown key."""
+        return [row_to_message(m) for m in await self.db.get_messages(key)]
+
+    async def async_add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
+        """Append ``message`` (or insert it at list position ``idx``, as ``list.insert`` does)."""
+        row = message_to_row(message)
+        if idx is None:
+            await self._append(key, [row])
+            return
+        rows = [_row_dict(m) for m in await self.db.get_messages(key)]
+        rows.insert(idx, row)
+        await self._replace(key, rows)
+
+    async def adelete_messages(self, key: str) -> Optional[List[ChatMessage]]:
+        """Remove ``key`` and return its messages, or None if the key does not exist."""
+        rows = await self._drop(key)
+        return None if rows is None else [row_to_message(m) for m in rows]
+
+    async def adelete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+        """Remove and return the message at list position ``idx``; None if the key or position does not exist.
+
+        Negative positions count from the end (``-1`` is the last message); the others keep their order.
+        """
+        target = await self._pick(key, idx)
+        if target is None:
+            return None
+        removed = await self.db.delete_message(key, target.id)
+        return row_to_message(removed) if removed is not None else None
+
+    async def adelete_last_message(self, key: str) -> Optional[ChatMessage]:
+        """Remove and return the last message; None for an unknown or empty key."""
+        return await self.adelete_message(key, -1)
+
+    async def aget_keys(self) -> List[str]:
+        """Keys written through the LlamaIndex stores (of ``user_id``/``agent_id`` if set), oldest first."""
+        return await self._keys()
+
+    # -- sync twins
+    def set_messages(self, key: str, messages: List[ChatMessage]) -> None:
+        """Replace the messages of ``key`` (see :meth:`aset_messages`)."""
+        _Runner.run(self.aset_messages(key, messages))
+
+    def get_messages(self, key: str) -> List[ChatMessage]:
+        """Messages of ``key`` in insertion order (see :meth:`aget_messages`)."""
+        return _Runner.run(self.aget_messages(key))
+
+    def add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
+        """Append ``message`` or insert it at ``idx`` (see :meth:`async_add_message`)."""
+        _Runner.run(self.async_add_message(key, message, idx))
+
+    def delete_messages(self, key: str) -> Optional[List[ChatMessage]]:
+        """Remove ``key`` and return its messages (see :meth:`adelete_messages`)."""
+        return _Runner.run(self.adelete_messages(key))
+
+    def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+        """Remove and return the message at ``idx`` (see :meth:`adelete_message`)."""
+        return _Runner.run(self.adelete_message(key, idx))
+
+    def delete_last_message(self, key: str) -> Optional[ChatMessage]:
+        """Remove and return the last message (see :meth:`adelete_last_message`)."""
+        return _Runner.run(self.adelete_last_message(key))
+
+    def get_keys(self) -> List[str]:
+        """Keys of this store, oldest first (see :meth:`aget_keys`)."""
+        return _Runner.run(self.aget_keys())
+
+
+class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
+    """A LlamaIndex ``AsyncDBChatStore`` on an AgentBase file, for ``llama_index.core.memory.Memory``.
+
+    Messages carry a status (``active``/``archived``, default active); ``Memory`` archives the oldest active
+    messages when its queue is full. Reads return insertion order. ``delete_message(key, idx)`` takes a list
+    position among the *active* messages (SQLAlchemyChatStore takes a row id, which AgentBase does not expose).
+
+    Args:
+        db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path.
+        user_id: owner recorded on new sessions; also restricts :meth:`get_keys`.
+        agent_id: agent recorded on new sessions; also restricts :meth:`get_keys`.
+
+    Example:
+        >>> memory = Memory.from_defaults(session_id="alice-1", chat_store=AgentBaseDBChatStore(db))  # doctest: +SKIP
+    """
+
+    db_path: Optional[str] = None
+    user_id: Optional[str] = None
+    agent_id: Optional[str] = None
+    _db: Any = PrivateAttr(default=None)
+    _owned: bool = PrivateAttr(default=False)
+    _known: set = PrivateAttr(default_factory=set)
+
+    def __init__(self, db: Any = None, **data: Any) -> None:
+        super().__init__(**data)
+        if db is None and self.db_path is None:
+            raise TypeError("AgentBaseDBChatStore needs db (an AgentBase, a SyncAgentBase or a path)")
+        if db is not None:
+            self._bind(db)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialization name of the class."""
+        return "AgentBaseDBChatStore"
+
+    async def _rows(self, key: str, status: Optional[MessageStatus]) -> List[Message]:
+        rows = await self.db.get_messages(key)
+        return rows if status is None else [m for m in rows if _status(m) == MessageStatus(status).value]
+
+    async def get_messages(self, key: str, status: Optional[MessageStatus] = MessageStatus.ACTIVE,
+                           limit: Optional[int] = None, offset: Optional[int] = None) -> List[ChatMessage]:
+        """Messages of ``key`` with ``status`` (None: all) in insertion order, after ``offset``, at most ``limit``."""
+        rows = (await self._rows(key, status))[offset or 0:]
+        return [row_to_message(m) for m in (rows if limit is None else rows[:limit])]
+
+    async def count_messages(self, key: str, status: Optional[MessageStatus] = MessageStatus.ACTIVE) -> int:
+        """Number of messages of ``key`` with ``status`` (None: all)."""
+        return len(await self._rows(key, status))
+
+    async def add_message(self, key: str, message: ChatMessage,
+                          status: MessageStatus = MessageStatus.ACTIVE) -> None:
+        """Append one message with ``status``."""
+        await self._append(key, [message_to_row(message, MessageStatus(status).value)])
+
+    async def add_messages(self, key: str, messages: List[ChatMessage],
+                           status: MessageStatus = MessageStatus.ACTIVE) -> None:
+        """Append messages with ``status`` in one transaction."""
+        await self._append(key, [message_to_row(m, MessageStatus(status).value) for m in messages])
+
+    async def set_messages(self, key: str, messages: List[ChatMessage],
+                           status: MessageStatus = MessageStatus.ACTIVE) -> None:
+        """Replace every message of ``key`` (all statuses, as SQLAlchemyChatStore) in one transaction."""
+        await self._replace(key, [message_to_row(m, MessageStatus(status).value) for m in messages])
+
+    async def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+        """Remove and return the active message at list position ``idx``; None if there is none."""
+        target = await self._pick(key, idx, MessageStatus.ACTIVE.value)
+        if target is None:
+            return None
+        removed = await self.db.delete_message(key, target.id)
+        return row_to_message(removed) if removed is not None else None
+
+    async def delete_messages(self, key: str, status: Optional[MessageStatus] = None) -> None:
+        """Delete the messages of ``key`` with ``status``; with None remove the key (its session) entirely."""
+        if status is None:
+            await self._drop(key)
+            return
+        for m in await self._rows(key, status):
+            await self.db.delete_message(key, m.id)
+
+    async def _oldest(self, key: str, n: int) -> List[Message]:
+        return (await self._rows(key, MessageStatus.ACTIVE))[:max(0, n)]
+
+    async def delete_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
+        """Delete the ``n`` oldest active messages and return them."""
+        rows = await self._oldest(key, n)
+        for m in rows:
+            await self.db.delete_message(key, m.id)
+        return [row_to_message(m) for m in rows]
+
+    async def archive_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
+        """Mark the ``n`` oldest active messages archived (they stay in the session log) and return them."""
+        rows = await self._oldest(key, n)
+        for m in rows:
+            await self.db.update_message(key, m.id, metadata={**m.metadata, STATUS_KEY: "archived"})
+        return [row_to_message(m) for m in rows]
+
+    async def get_keys(self) -> List[str]:
+        """Keys written through the LlamaIndex stores (of ``user_id``/``agent_id`` if set), oldest first."""
+        return await self._keys()

@@ -1,0 +1,842 @@
+"""mem0 drop-in: :class:`Mem0Adapter` and :class:`AsyncMem0Adapter` mirror ``mem0.Memory`` / ``AsyncMemory`` 2.2.x.
+
+Same method names, arguments, defaults, return shapes, messages and error types as mem0ai 2.2.1
+(``mem0/memory/main.py``), stored in one AgentBase file and written only through AgentBase's public API.
+
+Mapping (see ``docs/compatibility.md`` for every known difference):
+
+- A mem0 memory is an AgentBase entry with ``context_type="memory"``. ``user_id`` and ``agent_id`` are the entry
+  owners of the same name; mem0's ``run_id`` is the entry's ``session_id``. ``role``, ``actor_id``,
+  ``attributed_to``, ``expiration_date`` and the caller's metadata are flat keys of the entry metadata; read APIs
+  promote the first four to the top level of an item, as mem0 does.
+- ``infer=False`` stores each non-system message verbatim. ``infer=True`` uses AgentBase's zero-LLM fact
+  extraction (``commit_session``) instead of an LLM; when no fact is found, the user messages are stored verbatim.
+- ``search`` ranks with AgentBase's hybrid ``find()``; ``threshold`` applies to the cosine similarity of the
+  vector leg (mem0 applies it to its semantic score); ``score`` is AgentBase's final score, not a cosine.
+- Owner ids are accepted as keywords (older mem0) and inside ``filters`` (mem0 2.x). Plain equality on owners and
+  metadata keys runs inside SQL; mem0's operators (eq, ne, in, nin, gt, gte, lt, lte, contains, icontains,
+  ``"*"``, AND, OR, NOT) are applied to an over-fetched candidate list.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Generator
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..config import load_settings
+from ..embeddings import normalize_rows
+from ..engine import AgentBase
+from ..errors import AgentBaseError, NotFoundError
+from ..sync import SyncAgentBase
+
+__all__ = ["AsyncMem0Adapter", "Mem0Adapter", "ValidationError", "mem0_validation_error"]
+
+log = logging.getLogger(__name__)
+
+# Strings and defaults copied from mem0ai 2.2.1, mem0/memory/main.py.
+MSG_UPDATED = "Memory updated successfully!"
+MSG_DELETED = "Memory deleted successfully!"
+MSG_DELETED_ALL = "Memories deleted successfully!"
+DEFAULT_TOP_K = 20
+DEFAULT_THRESHOLD = 0.1
+PROCEDURAL_MEMORY = "procedural_memory"
+_OWNERS = ("user_id", "agent_id", "run_id")
+_IDENTITY = (*_OWNERS, "actor_id")
+_META_PROMOTED = ("actor_id", "role", "attributed_to", "expiration_date")
+_PROMOTED = (*_OWNERS, *_META_PROMOTED)
+_OPERATORS = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"})
+_LOGICAL = ("AND", "OR", "NOT")
+_SQL_META_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # keys AgentBase's metadata filter accepts
+_SCOPE_PREFIX = "mem0-scope-"  # private session for infer=True without run_id; never shown as run_id
+_MAX_FIND, _MAX_LIST = 1000, 10_000  # AgentBase.find top_k and AgentBase.list limit maxima
+_UNSET: Any = object()
+_MISSING: Any = object()
+
+
+class ValidationError(AgentBaseError):
+    """Stand-in for ``mem0.exceptions.ValidationError`` when mem0ai is not installed (same fields and message).
+
+    Attributes:
+        message: human-readable text (also ``str(error)``). error_code: e.g. ``"VALIDATION_001"``.
+        details: context dict. suggestion: how to fix it. debug_info: extra dict.
+    """
+
+    def __init__(self, message: str, error_code: str, details: dict | None = None, suggestion: str | None = None,
+                 debug_info: dict | None = None):
+        self.message, self.error_code, self.details = message, error_code, details or {}
+        self.suggestion, self.debug_info = suggestion, debug_info or {}
+        super().__init__(message)
+
+
+_VALIDATION_CLS: type[Exception] | None = None
+
+
+def mem0_validation_error() -> type[Exception]:
+    """The class raised for mem0's ``VALIDATION_00x`` errors.
+
+    Returns:
+        ``mem0.exceptions.ValidationError`` when mem0ai can be imported (imported on first need, since importing
+        mem0 creates ``$MEM0_DIR``), else :class:`ValidationError` from this module.
+    """
+    global _VALIDATION_CLS
+    if _VALIDATION_CLS is None:
+        try:
+            from mem0.exceptions import ValidationError as cls
+        except Exception:  # noqa: BLE001 - mem0 missing or broken: use our twin
+            cls = ValidationError
+        _VALIDATION_CLS = cls
+    return _VALIDATION_CLS
+
+
+def _invalid(message: str, code: str, details: dict, suggestion: str) -> Exception:
+    return mem0_validation_error()(message=message, error_code=code, details=details, suggestion=suggestion)
+
+
+# ------------------------------------------------------------------------------------------------ validation
+def _trim_id(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        raise ValueError(f"Invalid {name}: cannot be empty or whitespace-only. Provide a valid identifier.")
+    if any(c.isspace() for c in text):
+        raise ValueError(f"Invalid {name}: cannot contain whitespace. Provide a valid identifier without spaces.")
+    return text
+
+
+def _check_search_params(threshold: Any = None, top_k: Any = None) -> None:
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise ValueError("threshold must be a valid number")
+        if threshold < 0 or threshold > 1:
+            raise ValueError(f"Invalid threshold: {threshold}. Must be between 0 and 1 (inclusive).")
+    if top_k is not None:
+        if not isinstance(top_k, int) or isinstance(top_k, bool):
+            raise ValueError("top_k must be a valid integer")
+        if top_k < 0:
+            raise ValueError(f"Invalid top_k: {top_k}. Must be a non-negative integer.")
+
+
+def _norm_expiration(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError as exc:
+            raise ValueError("expiration_date must be a valid date in YYYY-MM-DD format.") from exc
+    raise ValueError("expiration_date must be a date string in YYYY-MM-DD format.")
+
+
+def _expired(entry: Any) -> bool:
+    value = entry.metadata.get("expiration_date")
+    try:
+        return bool(value) and date.fromisoformat(str(value)) < datetime.now(timezone.utc).date()
+    except ValueError:
+        return False
+
+
+def _strip_identity(metadata: dict, existing: dict, where: str) -> dict:
+    clean = {}
+    for key, value in copy.deepcopy(metadata).items():
+        if key not in _IDENTITY:
+            clean[key] = value
+        elif value != existing.get(key):
+            log.warning("%s: ignoring metadata['%s'] - identity fields cannot be set through metadata", where, key)
+    return clean
+
+
+def _valid_memory_id(memory_id: Any) -> str | None:
+    return memory_id if isinstance(memory_id, str) and 0 < len(memory_id) <= 256 and "\x00" not in memory_id \
+        else None
+
+
+def _text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content if content.strip() else None
+    if isinstance(content, list):  # OpenAI-style parts: keep the text parts
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(p for p in parts if p) or None
+    return None
+
+
+def _messages(messages: Any) -> list[Any]:
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if isinstance(messages, dict):
+        return [messages]
+    if isinstance(messages, list):
+        return messages
+    raise _invalid("messages must be str, dict, or list[dict]", "VALIDATION_003",
+                   {"provided_type": type(messages).__name__, "valid_types": ["str", "dict", "list[dict]"]},
+                   "Convert your input to a string, dictionary, or list of dictionaries.")
+
+
+def _usable(messages: list[Any]) -> list[tuple[dict, str]]:
+    """(message, text) for each valid non-system message; invalid or text-less ones are skipped with a warning."""
+    out = []
+    for m in messages:
+        text = _text_of(m.get("content")) if isinstance(m, dict) and m.get("role") is not None else None
+        if text is None:
+            log.warning("Skipping invalid message format: %r", m)
+        elif m["role"] != "system":
+            out.append((m, text))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ filters
+def _check_filter(cond: dict) -> None:
+    for key, value in cond.items():
+        if key in _LOGICAL:
+            if not isinstance(value, list) or (key != "AND" and not value):
+                raise ValueError(f"{key} operator requires a {'' if key == 'AND' else 'non-empty '}list of conditions")
+            for i, sub in enumerate(value):
+                if not isinstance(sub, dict):
+                    raise ValueError(f"{key} filter list item at index {i} must be a dict, got "
+                                     f"{type(sub).__name__}: {sub!r}")
+                _check_filter(sub)
+        elif isinstance(value, dict):
+            for op in value:
+                if op not in _OPERATORS:
+                    raise ValueError(f"Unsupported metadata filter operator: {op}")
+
+
+def _split_filters(filters: dict | None, keywords: dict) -> tuple[dict, dict, dict]:
+    """Validate mem0 filters; return (SQL owner filters, SQL metadata equality, post-filter conditions)."""
+    if filters is not None and not isinstance(filters, dict):
+        raise ValueError("filters must be a dict")
+    eff = dict(filters or {})
+    for key in _OWNERS:
+        if keywords.get(key) is not None:
+            value = _trim_id(keywords[key], key)
+            if key in eff and _trim_id(eff[key], key) != value:
+                raise ValueError(f"{key} given both as a keyword ({value!r}) and in filters ({eff[key]!r})")
+            eff[key] = value
+        elif key in eff and not isinstance(eff[key], (dict, list)):
+            eff[key] = _trim_id(eff[key], key)
+    if not any(key in eff for key in _OWNERS):
+        raise ValueError("filters must contain at least one of: user_id, agent_id, run_id. "
+                         "Example: filters={'user_id': 'u1'}")
+    _check_filter(eff)
+    owners, meta, post = {}, {}, {}
+    for key, value in eff.items():
+        scalar = isinstance(value, (str, int, float, bool)) and value != "*"
+        if key in _OWNERS and isinstance(value, str) and value != "*":
+            owners["session_id" if key == "run_id" else key] = value
+        elif key not in _LOGICAL and key not in _OWNERS and scalar and _SQL_META_KEY.match(key) \
+                and key not in ("created_at", "updated_at"):
+            meta[key] = value
+        else:
+            post[key] = value
+    return owners, meta, post
+
+
+def _compare(a: Any, b: Any) -> int | None:
+    """-1/0/1 for numbers, or for strings (ISO UTC timestamps order as text); None when not comparable."""
+    if isinstance(b, (date, datetime)):
+        b = b.isoformat()
+    if isinstance(a, bool) or isinstance(b, bool) or not (
+            (isinstance(a, (int, float)) and isinstance(b, (int, float))) or (isinstance(a, str) and isinstance(b, str))):
+        return None
+    return (a > b) - (a < b)
+
+
+def _contains(actual: Any, arg: Any, fold: bool) -> bool:
+    if isinstance(actual, str) and isinstance(arg, str):
+        return arg.casefold() in actual.casefold() if fold else arg in actual
+    if isinstance(actual, list):
+        return any(_contains(a, arg, fold) if isinstance(a, str) else a == arg for a in actual)
+    return False
+
+
+def _in(actual: Any, options: Any) -> bool:
+    options = options if isinstance(options, (list, tuple, set)) else [options]
+    return any(a in options for a in actual) if isinstance(actual, list) else actual in options
+
+
+_OPS = {
+    "eq": lambda a, v: a == v, "ne": lambda a, v: a != v, "in": _in, "nin": lambda a, v: not _in(a, v),
+    "gt": lambda a, v: (c := _compare(a, v)) is not None and c > 0,
+    "gte": lambda a, v: (c := _compare(a, v)) is not None and c >= 0,
+    "lt": lambda a, v: (c := _compare(a, v)) is not None and c < 0,
+    "lte": lambda a, v: (c := _compare(a, v)) is not None and c <= 0,
+    "contains": lambda a, v: _contains(a, v, False), "icontains": lambda a, v: _contains(a, v, True),
+}
+
+
+def _match(payload: dict, cond: dict) -> bool:
+    """mem0/Qdrant filter semantics: a missing field fails every field condition (NOT inverts whole conditions)."""
+    for key, value in cond.items():
+        if key == "AND":
+            ok = all(_match(payload, c) for c in value)
+        elif key == "OR":
+            ok = any(_match(payload, c) for c in value)
+        elif key == "NOT":
+            ok = not any(_match(payload, c) for c in value)
+        else:
+            actual = payload.get(key, _MISSING)
+            if actual is _MISSING or actual is None:
+                ok = False
+            elif isinstance(value, dict):
+                ok = all(_OPS[op](actual, arg) for op, arg in value.items())
+            elif isinstance(value, list):
+                ok = _in(actual, value)
+            else:
+                ok = value == "*" or actual == value
+        if not ok:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------------ shapes
+def _run_id(entry: Any) -> str | None:
+    sid = entry.session_id
+    return None if sid is None or sid.startswith(_SCOPE_PREFIX) else sid
+
+
+def _payload(entry: Any) -> dict:
+    owners = {"user_id": entry.user_id, "agent_id": entry.agent_id, "run_id": _run_id(entry)}
+    return {**entry.metadata, **{k: v for k, v in owners.items() if v is not None},
+            "created_at": entry.created_at.isoformat(), "updated_at": entry.updated_at.isoformat()}
+
+
+def _item(entry: Any, *, score: Any = _UNSET) -> dict[str, Any]:
+    """A mem0 ``MemoryItem`` dict: id, memory, hash, metadata, [score,] created_at, updated_at, promoted keys."""
+    meta = dict(entry.metadata)
+    promoted: dict[str, Any] = {k: v for k, v in (("user_id", entry.user_id), ("agent_id", entry.agent_id),
+                                                   ("run_id", _run_id(entry))) if v is not None}
+    promoted.update({k: meta.pop(k) for k in _META_PROMOTED if k in meta})
+    item: dict[str, Any] = {"id": entry.id, "memory": entry.content,
+                            "hash": hashlib.md5(entry.content.encode()).hexdigest(), "metadata": meta or None}
+    if score is not _UNSET:
+        item["score"] = score
+    item["created_at"] = entry.created_at.isoformat()
+    item["updated_at"] = entry.updated_at.isoformat()
+    item.update({k: promoted[k] for k in _PROMOTED if k in promoted})
+    return item
+
+
+class _LangChainEmbedder:
+    """A LangChain ``Embeddings`` (mem0's ``langchain`` embedder provider) as an AgentBase embedder."""
+
+    def __init__(self, model: Any, dims: int | None = None):
+        self.model, self.dims = model, int(dims or len(model.embed_query("dimension probe")))
+        self.model_id = f"langchain/{type(model).__name__}/{self.dims}"
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        rows = self.model.embed_documents(list(texts)) if texts else []
+        return normalize_rows(np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dims))
+
+    def embed_query(self, text: str) -> Any:
+        return normalize_rows(np.asarray(self.model.embed_query(text), dtype=np.float32))
+
+
+class _Call(NamedTuple):
+    name: str
+    args: tuple
+    kwargs: dict
+
+
+def _call(name: str, *args: Any, **kwargs: Any) -> _Call:
+    return _Call(name, args, kwargs)
+
+
+Op = Generator[_Call, Any, Any]  # an operation: yields AgentBase calls, receives their results, returns the answer
+
+
+def _drive_sync(db: AgentBase, op: Op) -> Any:
+    send: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            call = op.throw(error) if error is not None else op.send(send)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            send, error = getattr(db.sync, call.name)(*call.args, **call.kwargs), None
+        except Exception as exc:  # noqa: BLE001 - handed back to the operation, which may translate it
+            send, error = None, exc
+
+
+async def _drive_async(db: AgentBase, op: Op) -> Any:
+    send: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            call = op.throw(error) if error is not None else op.send(send)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            send, error = await getattr(db, call.name)(*call.args, **call.kwargs), None
+        except Exception as exc:  # noqa: BLE001
+            send, error = None, exc
+
+
+class _Mem0Base:
+    """The mem0 API written once; each public method is an operation that the sync or async class drives."""
+
+    def __init__(self, db: AgentBase | SyncAgentBase | str | os.PathLike[str] | None = None, *,
+                 embedder: Any = None, settings: Any = None, wait_for_vectors: bool = True):
+        """Wrap an AgentBase.
+
+        Args:
+            db: an :class:`AgentBase`, a :class:`SyncAgentBase`, or a database path (default ``"agentbase.db"``;
+                the adapter then owns the database and :meth:`close` closes it; a passed-in database stays open).
+            embedder: with a path: an embedder object or provider name for :class:`AgentBase`.
+            settings: with a path: :class:`~agentbase.config.Settings` for :class:`AgentBase`.
+            wait_for_vectors: after a write, wait until it is embedded (mem0 embeds before returning, so a search
+                right after ``add`` uses the vector); ``False`` returns at commit and vectors follow.
+
+        Raises:
+            TypeError: ``db`` is none of the accepted types.
+        """
+        if isinstance(db, SyncAgentBase):
+            self.db, self._owned = db.aio, False
+        elif isinstance(db, AgentBase):
+            self.db, self._owned = db, False
+        elif db is None or isinstance(db, (str, os.PathLike)):
+            self.db, self._owned = AgentBase(db or "agentbase.db", settings=settings, embedder=embedder), True
+        else:
+            raise TypeError(f"db must be an AgentBase, SyncAgentBase or path, got {type(db).__name__}")
+        self._wait = wait_for_vectors
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any]) -> Any:
+        """Build an adapter from a mem0 ``MemoryConfig`` dict, offline (no LLM or remote embedder is called).
+
+        Args:
+            config_dict: read are ``agentbase`` (``path``, ``embedder``, ``settings`` = ``load_settings``
+                overrides, ``config_file``); else ``vector_store.config.path`` (a folder gets ``agentbase.db``
+                inside, a ``.db``/``.sqlite`` path is used as is); and an ``embedder`` with provider
+                ``langchain`` (its ``config.model`` is used). Ignored, with a log line: ``llm`` (extraction is
+                rule-based), other embedder providers (AgentBase settings decide), ``reranker``, ``graph_store``,
+                ``history_db_path`` (history lives in the same file); also ``version``, ``collection_name``,
+                ``custom_instructions``.
+
+        Returns:
+            An adapter that owns its database (default path ``agentbase.db``).
+
+        Raises:
+            ValueError: ``config_dict`` is not a dict. ConfigError: bad ``agentbase.settings``.
+        """
+        if not isinstance(config_dict, dict):
+            raise ValueError("config_dict must be a dict")
+        own = dict(config_dict.get("agentbase") or {})
+        path = own.get("path")
+        vs_conf = (config_dict.get("vector_store") or {}).get("config") or {}
+        vs_path = vs_conf.get("path") if isinstance(vs_conf, dict) else getattr(vs_conf, "path", None)
+        if path is None and vs_path:
+            path = Path(vs_path)
+            path = path if path.suffix in (".db", ".sqlite", ".sqlite3") else path / "agentbase.db"
+            path.parent.mkdir(parents=True, exist_ok=True)
+        embedder, emb = own.get("embedder"), config_dict.get("embedder") or {}
+        if embedder is None and emb.get("provider") == "langchain" and (emb.get("config") or {}).get("model"):
+            embedder = _LangChainEmbedder(emb["config"]["model"], emb["config"].get("embedding_dims"))
+        elif embedder is None and emb:
+            log.info("mem0 embedder provider %r ignored; AgentBase settings choose the embedder", emb.get("provider"))
+        ignored = sorted(k for k in ("llm", "reranker", "graph_store", "history_db_path") if config_dict.get(k))
+        if ignored:
+            log.info("mem0 config sections ignored by AgentBase: %s", ", ".join(ignored))
+        settings = None
+        if own.get("settings") or own.get("config_file"):
+            settings = load_settings(own.get("config_file"), **dict(own.get("settings") or {}))
+        return cls(path or "agentbase.db", embedder=embedder, settings=settings)
+
+    # ------------------------------------------------------------------ the mem0 API
+    def add(self, messages: Any, *, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
+            metadata: dict[str, Any] | None = None, timestamp: Any = None, expiration_date: Any = None,
+            infer: bool = True, memory_type: str | None = None, prompt: str | None = None, llm: Any = None) -> Any:
+        """Store memories from messages (mem0 ``Memory.add``).
+
+        Args:
+            messages: a str (one user message), a message dict, or a list of ``{"role", "content", "name"?}``.
+            user_id, agent_id, run_id: scope (at least one; trimmed; ints coerced to str). ``run_id`` is stored as
+                the entry's ``session_id``.
+            metadata: flat keys stored with each memory (``user_id``/``agent_id``/``run_id``/``actor_id`` are
+                dropped with a warning, as in mem0).
+            timestamp: when it happened (stored as ``event_time``; mem0 OSS rejects it).
+            expiration_date: ``YYYY-MM-DD``, date or datetime; expired memories are hidden from reads.
+            infer: ``False``: one memory per non-system message, verbatim, with ``role`` and ``actor_id``
+                (message ``name``). ``True``: rule-based fact extraction through an AgentBase session (``run_id``
+                or a private per-owner session); with no fact found, the user messages are stored verbatim.
+            memory_type: only ``"procedural_memory"``; with ``agent_id`` the transcript is stored as one
+                ``procedure`` memory (no LLM summary). prompt, llm: accepted and ignored (no LLM).
+
+        Returns:
+            ``{"results": [{"id", "memory", "event": "ADD", "actor_id", "role"}]}`` for ``infer=False``;
+            ``{"results": [{"id", "memory", "event": "ADD"}]}`` otherwise (facts already stored give no event).
+
+        Raises:
+            mem0 ValidationError (see :func:`mem0_validation_error`): ``VALIDATION_001`` no id, ``VALIDATION_002``
+                bad ``memory_type``, ``VALIDATION_003`` bad ``messages`` type.
+            ValueError: a malformed id or ``expiration_date``; AgentBase ``ValidationError`` for unstorable text.
+        """
+        expiration = _norm_expiration(expiration_date)
+        ids = {k: _trim_id(v, k) for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id))}
+        base = _strip_identity(metadata, {}, "add()") if metadata else {}
+        if not any(ids.values()):
+            raise _invalid("At least one of 'user_id', 'agent_id', or 'run_id' must be provided.", "VALIDATION_001",
+                           {"provided_ids": ids}, "Please provide at least one identifier to scope the memory "
+                           "operation.")
+        if expiration is not None:
+            base["expiration_date"] = expiration
+        if memory_type is not None and memory_type != PROCEDURAL_MEMORY:
+            raise _invalid(f"Invalid 'memory_type'. Please pass {PROCEDURAL_MEMORY} to create procedural memories.",
+                           "VALIDATION_002", {"provided_type": memory_type, "valid_type": PROCEDURAL_MEMORY},
+                           f"Use '{PROCEDURAL_MEMORY}' to create procedural memories.")
+        msgs = _messages(messages)
+        common = {"event_time": timestamp, "scope": "session" if ids["run_id"] else "global",
+                  "user_id": ids["user_id"], "agent_id": ids["agent_id"], "session_id": ids["run_id"]}
+        if ids["agent_id"] and memory_type == PROCEDURAL_MEMORY:
+            text = "\n".join(f"{m['role']}: {t}" for m, t in _usable(msgs))
+            if not text:
+                raise ValueError("The conversation has no text to build a procedural memory from.")
+            entry = yield _call("add_memory", text, category="procedure", dedup=False,
+                                metadata={**base, "memory_type": PROCEDURAL_MEMORY}, **common)
+            results = [{"id": entry.id, "memory": text, "event": "ADD"}]
+        elif infer:
+            results = yield from self._infer(msgs, ids, base, common)
+        else:
+            results = []
+            for m, text in _usable(msgs):
+                meta = {**copy.deepcopy(base), "role": m["role"], **({"actor_id": m["name"]} if m.get("name") else {})}
+                entry = yield _call("add_memory", text, metadata=meta, dedup=False, **common)
+                results.append({"id": entry.id, "memory": text, "event": "ADD", "actor_id": m.get("name") or None,
+                                "role": m["role"]})
+        if results and self._wait:
+            yield _call("flush")
+        return {"results": results}
+
+    def _infer(self, msgs: list[Any], ids: dict, base: dict, common: dict) -> Op:
+        usable = _usable(msgs)
+        if not usable:
+            return []
+        scope = "&".join(f"{k}={ids[k]}" for k in ("agent_id", "user_id") if ids[k])
+        sid = ids["run_id"] or _SCOPE_PREFIX + hashlib.md5(scope.encode()).hexdigest()
+        yield _call("create_session", session_id=sid, user_id=ids["user_id"], agent_id=ids["agent_id"])
+        before = {e.id for e in (yield _call("list", session_id=sid, category="summary", limit=100))}
+        added = yield _call("add_messages", sid, [
+            {"role": m["role"], "content": t, "name": m.get("name"), "created_at": common["event_time"]}
+            for m, t in usable])
+        outcome = yield _call("commit_session", sid)
+        facts = []
+        for msg in added:
+            for e in (yield _call("list", session_id=sid, metadata={"message_id": msg.id}, limit=1000, order="asc")):
+                if e.category == "turn":  # the verbatim turn: mem0's infer=True keeps only extracted facts
+                    yield _call("delete", e.id)
+                elif e.metadata.get("source") == "session":
+                    facts.append(e)
+        if outcome.get("summary_id") and outcome["summary_id"] not in before:
+            yield _call("delete", outcome["summary_id"])
+        results = []
+        for e in facts:
+            if base:  # commit_session cannot stamp caller metadata: one metadata UPDATE per fact
+                yield _call("update", e.id, metadata={**e.metadata, **copy.deepcopy(base)})
+            results.append({"id": e.id, "memory": e.content, "event": "ADD"})
+        if outcome["facts_added"] + outcome["facts_hardened"] + outcome["facts_superseded"] == 0:
+            started = min(m.created_at for m in added)
+            for m, text in usable:
+                if m["role"] == "user":
+                    entry = yield _call("add_memory", text, metadata=copy.deepcopy(base), **common)
+                    if entry.created_at >= started:  # an exact duplicate returns the old entry: no event
+                        results.append({"id": entry.id, "memory": text, "event": "ADD"})
+        return results
+
+    def get(self, memory_id: str) -> Any:
+        """One memory by id (mem0 ``Memory.get``), whoever owns it.
+
+        Args:
+            memory_id: the id returned by ``add``.
+
+        Returns:
+            ``{"id", "memory", "hash", "metadata", "score": None, "created_at", "updated_at", + promoted keys}``,
+            or ``None`` when no entry has this id.
+        """
+        mid = _valid_memory_id(memory_id)
+        entry = (yield _call("get", mid)) if mid else None
+        return _item(entry, score=None) if entry is not None else None
+
+    def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = DEFAULT_TOP_K,
+                show_expired: bool = False, **kwargs: Any) -> Any:
+        """List memories of a scope, newest first (mem0 ``Memory.get_all``).
+
+        Args:
+            filters: must name ``user_id``, ``agent_id`` or ``run_id``; other keys filter metadata (with mem0's
+                operators, see the module docstring).
+            top_k: at most this many (>= 0). show_expired: include expired memories.
+            **kwargs: ``user_id``/``agent_id``/``run_id`` keywords (older mem0) join ``filters``; ``limit`` is
+                an alias of ``top_k``; anything else is ignored, as in mem0.
+
+        Returns:
+            ``{"results": [{"id", "memory", "hash", "metadata", "created_at", "updated_at", + promoted}]}``.
+
+        Raises:
+            ValueError: no owner id, a malformed id, a bad ``top_k``, an unknown filter operator.
+        """
+        top_k = kwargs.get("limit", top_k)
+        _check_search_params(top_k=top_k)
+        owners, meta, post = _split_filters(filters, kwargs)
+        page, offset, results = min(_MAX_LIST, max(top_k * 4, 60)), 0, []
+        while len(results) < top_k:
+            rows = yield _call("list", limit=page, offset=offset, order="desc", context_type="memory",
+                               metadata=meta or None, **owners)
+            for e in rows:
+                if (show_expired or not _expired(e)) and (not post or _match(_payload(e), post)):
+                    results.append(_item(e))
+                    if len(results) >= top_k:
+                        break
+            if len(rows) < page:
+                break
+            offset += page
+        return {"results": results}
+
+    def search(self, query: str, *, top_k: int = DEFAULT_TOP_K, filters: dict[str, Any] | None = None,
+               threshold: float | None = DEFAULT_THRESHOLD, rerank: bool = False, explain: bool = False,
+               reference_date: Any = None, show_expired: bool = False, **kwargs: Any) -> Any:
+        """Hybrid search (mem0 ``Memory.search``): AgentBase ``find()`` over the scope's memories.
+
+        Args:
+            query: non-empty text (trimmed).
+            top_k: at most this many results (>= 0; 0 gives none).
+            filters: as in :meth:`get_all`. **kwargs: as in :meth:`get_all`.
+            threshold: 0..1, minimum cosine similarity of the vector leg (results found by keywords only, or
+                stored without a vector, are kept); ``None`` means 0.1 as in mem0.
+            rerank: ignored (AgentBase always reranks). explain: add ``score_details``.
+            reference_date: "now" for temporal queries (mem0 OSS rejects it). show_expired: include expired.
+
+        Returns:
+            ``{"results": [{..., "score": float, ...}]}`` best first; ``score`` is AgentBase's final score (0..1,
+            higher is better), not a cosine. ``score_details`` holds mem0's keys plus ``score_parts``.
+
+        Raises:
+            ValueError: empty query, threshold outside [0, 1], bad top_k, no owner id, bad filters.
+        """
+        top_k = kwargs.get("limit", top_k)
+        _check_search_params(threshold=threshold, top_k=top_k)
+        if not isinstance(query, str):
+            raise ValueError("Invalid query: must be a non-empty string.")
+        if not query.strip():
+            raise ValueError("Invalid query: cannot be empty or whitespace-only.")
+        owners, meta, post = _split_filters(filters, kwargs)
+        threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+        if top_k == 0:
+            return {"results": []}
+        hits = yield _call("find", query.strip(), top_k=min(_MAX_FIND, max(top_k * 4, 60)), context_type="memory",
+                           reference_time=reference_date, metadata=meta or None, **owners)
+        results = []
+        for hit in hits:
+            e, parts = hit.entry, hit.score_parts
+            cosine = parts.get("cosine_similarity")
+            if (cosine is not None and cosine < threshold) or (not show_expired and _expired(e)) or \
+                    (post and not _match(_payload(e), post)):
+                continue
+            item = _item(e, score=hit.score)
+            if explain:
+                item["score_details"] = {
+                    "semantic_score": cosine or 0.0, "bm25_score": -parts.get("bm25", 0.0),
+                    "entity_boost": parts.get("ner_boost", 1.0) - 1.0, "raw_score": parts.get("rrf", 0.0),
+                    "max_possible_score": 1.0, "final_score": hit.score, "threshold": threshold,
+                    "matched_by": hit.matched_by, "score_parts": dict(parts)}
+            results.append(item)
+            if len(results) >= top_k:
+                break
+        return {"results": results}
+
+    def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
+               expiration_date: Any = _UNSET, data: str | None = None) -> Any:
+        """Change a memory's text and/or metadata (mem0 ``Memory.update``); ``created_at`` is kept.
+
+        Args:
+            memory_id: the memory. text: new text. data: deprecated alias of ``text`` (``text`` wins).
+            metadata: keys merged over the stored metadata (identity keys ignored).
+            expiration_date: ``YYYY-MM-DD``/date, or ``None`` to clear it.
+
+        Returns:
+            ``{"message": "Memory updated successfully!"}``.
+
+        Raises:
+            ValueError: nothing to change, or ``"Memory with id {id} not found. Please provide a valid
+                'memory_id'"``.
+        """
+        if data is not None:
+            log.warning("The `data` argument to update() is deprecated and will be removed in the next major "
+                        "release. Use `text` instead.")
+            text = data if text is None else text
+        if text is None and metadata is None and expiration_date is _UNSET:
+            raise ValueError("At least one of text, metadata, or expiration_date must be provided.")
+        changes = copy.deepcopy(metadata) if metadata is not None else None
+        if expiration_date is not _UNSET:
+            changes = {**(changes or {}), "expiration_date": _norm_expiration(expiration_date)}
+        missing = ValueError(f"Memory with id {memory_id} not found. Please provide a valid 'memory_id'")
+        mid = _valid_memory_id(memory_id)
+        entry = (yield _call("get", mid)) if mid else None
+        if entry is None:
+            raise missing
+        new_meta = None
+        if changes is not None:
+            current = {**_payload(entry), "actor_id": entry.metadata.get("actor_id")}
+            new_meta = {**entry.metadata, **_strip_identity(changes, current, "update()")}
+        try:
+            yield _call("update", entry.id, text, metadata=new_meta)
+        except NotFoundError:
+            raise missing from None
+        if text is not None and self._wait:
+            yield _call("flush")
+        return {"message": MSG_UPDATED}
+
+    def delete(self, memory_id: str) -> Any:
+        """Delete one memory from every index (mem0 ``Memory.delete``); a DELETE event stays in its history.
+
+        Returns:
+            ``{"message": "Memory deleted successfully!"}``.
+
+        Raises:
+            ValueError: ``"Memory with id {id} not found"``.
+        """
+        mid = _valid_memory_id(memory_id)
+        if not mid or not (yield _call("delete", mid)):
+            raise ValueError(f"Memory with id {memory_id} not found")
+        return {"message": MSG_DELETED}
+
+    def delete_all(self, user_id: Any = None, agent_id: Any = None, run_id: Any = None) -> Any:
+        """Delete every memory of a scope (mem0 ``Memory.delete_all``); resources and skills are kept.
+
+        Returns:
+            ``{"message": "Memories deleted successfully!"}``.
+
+        Raises:
+            ValueError: no id given (use :meth:`reset`), or a malformed id.
+        """
+        ids = {"user_id": _trim_id(user_id, "user_id"), "agent_id": _trim_id(agent_id, "agent_id"),
+               "session_id": _trim_id(run_id, "run_id")}
+        if not any(ids.values()):
+            raise ValueError("At least one filter is required to delete all memories. If you want to delete all "
+                             "memories, use the `reset()` method.")
+        yield _call("delete_all", context_type="memory", **{k: v for k, v in ids.items() if v})
+        return {"message": MSG_DELETED_ALL}
+
+    def history(self, memory_id: str) -> Any:
+        """Changes of a memory, oldest first (mem0 ``Memory.history``); kept after deletion.
+
+        Returns:
+            ``[{"id", "memory_id", "old_memory", "new_memory", "event": "ADD"|"UPDATE"|"DELETE", "created_at"
+            (the memory's creation, as in mem0), "updated_at" (the event's time), "is_deleted", "actor_id",
+            "role"}]``; ``[]`` for an unknown id. ``actor_id``/``role`` come from the live entry (``None`` once
+            deleted).
+        """
+        mid = _valid_memory_id(memory_id)
+        if not mid:
+            return []
+        events = yield _call("history", mid)
+        entry = yield _call("get", mid)
+        meta = entry.metadata if entry is not None else {}
+        first = events[0].created_at.isoformat() if events else None
+        return [{"id": ev.id, "memory_id": ev.entry_id, "old_memory": ev.old_value, "new_memory": ev.new_value,
+                 "event": ev.event, "created_at": first, "updated_at": ev.created_at.isoformat(),
+                 "is_deleted": ev.event == "DELETE", "actor_id": meta.get("actor_id"), "role": meta.get("role")}
+                for ev in events]
+
+    def reset(self) -> Any:
+        """Delete every memory in the file, of every owner and adapter (mem0 ``Memory.reset``).
+
+        Also deletes the adapter's private ``infer=True`` sessions. Resources, skills, other sessions and the
+        audit history are kept.
+
+        Returns:
+            ``None``.
+        """
+        yield _call("delete_all", context_type="memory")
+        private, offset = [], 0
+        while True:
+            batch = yield _call("list_sessions", limit=1000, offset=offset)
+            private += [s.id for s in batch if s.id.startswith(_SCOPE_PREFIX)]
+            if len(batch) < 1000:
+                break
+            offset += 1000
+        for sid in private:
+            yield _call("delete_session", sid, delete_memories=True)
+
+    def chat(self, query: str) -> Any:
+        """Not implemented, as in mem0.
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError("Chat function not implemented yet.")
+
+
+_API = ("add", "get", "get_all", "search", "update", "delete", "delete_all", "history", "reset")
+
+
+class Mem0Adapter(_Mem0Base):
+    """Blocking drop-in for ``mem0.Memory`` on an AgentBase file; works inside a running event loop too.
+
+    Example:
+        >>> m = Mem0Adapter("./agent.db")                                   # doctest: +SKIP
+        >>> m.add("I like pizza", user_id="alice")                          # doctest: +SKIP
+        >>> m.search("food preferences", user_id="alice")                   # doctest: +SKIP
+    """
+
+    def close(self) -> None:
+        """Close the database if this adapter opened it (idempotent)."""
+        if self._owned:
+            self.db.sync.close()
+
+    def __enter__(self) -> Mem0Adapter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncMem0Adapter(_Mem0Base):
+    """Async drop-in for ``mem0.AsyncMemory``: the same methods as :class:`Mem0Adapter`, awaited."""
+
+    def close(self) -> None:
+        """Close the database if this adapter opened it (blocking; idempotent; mem0's ``close`` is sync too)."""
+        if self._owned:
+            self.db.sync.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._owned:
+            await self.db.close()
+
+    async def __aenter__(self) -> AsyncMem0Adapter:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+def _bind(name: str) -> None:
+    op = getattr(_Mem0Base, name)
+
+    @functools.wraps(op)
+    def run(self: Mem0Adapter, *args: Any, **kwargs: Any) -> Any:
+        return _drive_sync(self.db, op(self, *args, **kwargs))
+
+    @functools.wraps(op)
+    async def arun(self: AsyncMem0Adapter, *args: Any, **kwargs: Any) -> Any:
+        return await _drive_async(self.db, op(self, *args, **kwargs))
+
+    setattr(Mem0Adapter, name, run)
+    setattr(AsyncMem0Adapter, name, arun)
+
+
+for _name in _API:
+    _bind(_name)

@@ -1,0 +1,623 @@
+"""Temporal entity-relation graph: entities with aliases, relations with validity intervals (ARCHITECTURE.md 2).
+
+Relations are extracted at ingest without an LLM: named entities (from the configured NER extractor) plus a
+first-person pronoun resolved to the speaker are joined by short verb patterns ("X works at Y", "X joined Y",
+"X moved to Y", "X lives in Y", "X is married to Y", "my X is Y", "X left Y"). A relation is valid from the
+event time of its source (the message's or entry's ``event_time``, else its creation time). For a *functional*
+predicate (one object at a time: ``works_at``, ``lives_in``, ``married_to``, ...) a new fact with another object
+closes the open one (``valid_to`` = the new ``valid_from``) instead of deleting it, so ``facts(entity,
+as_of=date)`` answers "what was true then". Facts that arrive out of order are fitted into the timeline: an
+older fact is closed where the next known state begins.
+
+Entities are merged case- and alias-insensitively: names are normalised like entity tags (NFKC, surrounding
+punctuation, leading lower-case article and trailing possessive removed, case-folded) and looked up in
+``entity_aliases``; :func:`add_entity` with aliases that name two existing entities merges them.
+
+Functions taking ``ab`` are called by :class:`~agentbase.engine.AgentBase` methods on the engine loop; functions
+taking ``conn`` run inside an open write transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .errors import ValidationError
+from .models import utcnow
+from .ner import NON_TAG_LABELS, TAG_PREFIX, Entity, tag_for
+from .timeutil import from_db_time, parse_time, to_db_time
+from .validation import check_text
+
+__all__ = [
+    "FUNCTIONAL_PREDICATES",
+    "GraphEntity",
+    "Neighborhood",
+    "Relation",
+    "RelationMention",
+    "extract_relation_mentions",
+    "graph_candidates",
+    "normalize_name",
+    "normalize_predicate",
+]
+
+#: Predicates that hold for one object at a time; a new object closes the open relation.
+FUNCTIONAL_PREDICATES: frozenset[str] = frozenset({
+    "works_at", "lives_in", "comes_from", "married_to", "wife", "husband", "spouse", "partner", "boyfriend",
+    "girlfriend", "fiance", "fiancee", "manager", "boss",
+})
+EXTRACTED_CONFIDENCE = 0.8  # rule-based relations; explicit add_relation defaults to 1.0
+MAX_DEPTH = 5
+_PRED = re.compile(r"^[a-z0-9][a-z0-9_]{0,63}$")
+
+# ----------------------------------------------------------------------------------------------- extraction
+_AUX = r"(?:['’](?:m|s|ve|re)|\s+(?:am|is|are|was|were|has|have|had|also|now))?(?:\s+been)?"
+_ADV = r"(?:(?:now|currently|recently|just|also|still|finally|officially|already|since)\s+)?"
+_ART = r"(?:(?:the|a|an)\s+)?"
+# (verb phrase, predicate); a predicate starting with "!" ends the open relation instead of adding one.
+_VERBS: list[tuple[str, str]] = [
+    (r"(?:work|works|working)\s+(?:at|for)|joined|(?:started|starting)\s+(?:working\s+|a\s+(?:new\s+)?job\s+)?at"
+     r"|got\s+a\s+(?:new\s+)?job\s+(?:at|with)|(?:got\s+)?hired\s+(?:at|by)|employed\s+(?:at|by)", "works_at"),
+    (r"(?:live|lives|living)\s+in|(?:moved|relocated)\s+(?:back\s+)?to|based\s+in", "lives_in"),
+    (r"worked\s+(?:at|for)", "worked_at"),
+    (r"lived\s+in", "lived_in"),
+    (r"(?:come|comes|coming)\s+from|from|born\s+in", "comes_from"),
+    (r"married\s+to|married", "married_to"),
+    (r"(?:study|studies|studying|studied)\s+at|graduated\s+from|attends|attended", "studied_at"),
+    (r"left|quit|resigned\s+from|retired\s+from|stopped\s+working\s+(?:at|for)", "!works_at"),
+    (r"moved\s+(?:out\s+of|away\s+from)", "!lives_in"),
+]
+_BETWEEN = [(re.compile(rf"{_AUX}\s+{_ADV}(?:{verb})\s+{_ART}", re.I), pred) for verb, pred in _VERBS]
+# Perfect tense of the past forms means the state still holds ("I have lived in Oslo for years").
+_PERFECT = re.compile(r"(?:['’]ve|\s+(?:has|have))\s", re.I)
+_MY = re.compile(r"\b[Mm]y\s+((?:[a-z]+\s+){0,2}?[a-z]+)\s+is\s+(?:called\s+|named\s+)?$")
+_MY_SKIP = {"name", "favorite", "favourite", "birthday", "age", "goal", "dream", "job", "plan", "idea"}
+_PRONOUN = re.compile(r"\bI\b")
+_GATE = re.compile(r"work|join|start|hired|employ|live|living|moved|relocat|based|from|born|married|stud|"
+                   r"graduat|attend|left|quit|resign|retire|\bmy\s", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class RelationMention:
+    """One relation found in text, before entity resolution.
+
+    Attributes:
+        subject, object: entity surface names. subject_type, object_type: NER labels or None.
+        predicate: normalised predicate such as ``works_at``.
+        ends: True when the text ends the relation ("Alice left Acme") instead of starting it.
+    """
+
+    subject: str
+    subject_type: str | None
+    predicate: str
+    object: str
+    object_type: str | None
+    ends: bool = False
+
+
+def extract_relation_mentions(text: str, entities: Sequence[Entity], *, speaker: str | None = None,
+                              max_chars: int = 2000) -> list[RelationMention]:
+    """Find subject-verb-object relations between named entities of ``text`` (no LLM; about 10 us per clause).
+
+    A subject is a named entity or the pronoun "I" (resolved to ``speaker``; skipped when ``speaker`` is None);
+    the object is the next named entity; the words between them must be one of the verb patterns exactly (so
+    "Alice said Bob works at Acme" relates Bob, not Alice). "my X is Y" relates the speaker to Y with predicate X.
+
+    Args:
+        text: the message or memory text.
+        entities: NER output for ``text`` (offsets into it); dates, times and amounts are ignored.
+        speaker: who "I" and "my" refer to (a speaker name or user id).
+        max_chars: only entities starting within this many characters are used.
+
+    Returns:
+        Mentions in text order, e.g. ``RelationMention("Alice", "PERSON", "works_at", "Acme", "ORG")``.
+    """
+    if not text or not _GATE.search(text[:max_chars]):
+        return []
+    named = [e for e in entities if e.label not in NON_TAG_LABELS and e.start < max_chars
+             and any(ch.isalpha() for ch in e.text)]
+    subjects: list[tuple[int, int, str, str | None]] = [(e.start, e.end, e.text, e.label) for e in named]
+    if speaker:
+        taken = [(e.start, e.end) for e in named]
+        subjects += [(m.start(), m.end(), speaker, "PERSON") for m in _PRONOUN.finditer(text[:max_chars])
+                     if not any(s <= m.start() < e for s, e in taken)]
+    subjects.sort()
+    out: list[RelationMention] = []
+    for obj in named:
+        before = [s for s in subjects if s[1] <= obj.start]
+        if before:
+            s_start, s_end, s_name, s_type = before[-1]
+            between = text[s_end:obj.start]
+            for rx, pred in _BETWEEN:
+                if rx.fullmatch(between):
+                    if pred in ("worked_at", "lived_in") and _PERFECT.match(between):
+                        pred = "works_at" if pred == "worked_at" else "lives_in"
+                    ends = pred.startswith("!")
+                    out.append(RelationMention(s_name, s_type, pred.lstrip("!"), obj.text, obj.label, ends))
+                    break
+            else:
+                s_start = -1
+            if s_start >= 0:
+                continue
+        if speaker:
+            m = _MY.search(text[max(0, obj.start - 60):obj.start])
+            if m and not (set(m.group(1).split()) & _MY_SKIP):
+                out.append(RelationMention(speaker, "PERSON", normalize_predicate(m.group(1)), obj.text,
+                                           obj.label))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ models
+class GraphEntity(BaseModel):
+    """A node of the graph: canonical name, NER type and the aliases it is also known by."""
+
+    id: str
+    name: str
+    type: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+class Relation(BaseModel):
+    """A directed, time-bounded edge ``subject -predicate-> object``.
+
+    ``valid_from``/``valid_to`` are UTC; ``valid_to`` None means still valid. ``source_entry_id`` is the entry
+    (turn or memory) the relation was read from, None for explicit :meth:`AgentBase.add_relation` calls.
+    """
+
+    id: str
+    subject: str
+    subject_id: str
+    predicate: str
+    object: str
+    object_id: str
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    source_entry_id: str | None = None
+    confidence: float = 1.0
+    created_at: datetime
+
+    def valid_at(self, when: datetime) -> bool:
+        """True if the relation held at ``when`` (``valid_from <= when < valid_to``)."""
+        return (self.valid_from is None or self.valid_from <= when) and (self.valid_to is None or when < self.valid_to)
+
+
+class Neighborhood(BaseModel):
+    """The result of :meth:`AgentBase.neighbors`: entities within ``depth`` hops and the relations between them.
+
+    Attributes:
+        center: the entity asked about. entities: reached entities (center excluded), nearest first.
+        depths: entity id -> hops from the center. relations: the traversed relations.
+    """
+
+    center: GraphEntity
+    entities: list[GraphEntity] = Field(default_factory=list)
+    depths: dict[str, int] = Field(default_factory=dict)
+    relations: list[Relation] = Field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def normalize_name(name: str) -> str:
+    """Normalise an entity name for matching: ``"  the ALICE's "`` -> ``"alice"`` (like entity tags, case-folded).
+
+    Raises:
+        ValidationError: not a string, or no letter/digit.
+    """
+    return tag_for(name)[len(TAG_PREFIX):].replace("_", " ").casefold()
+
+
+def normalize_predicate(predicate: str) -> str:
+    """``"Works At"`` -> ``"works_at"``.
+
+    Raises:
+        ValidationError: empty or with characters outside ``[a-z0-9_]`` after normalisation, or over 64 chars.
+    """
+    if not isinstance(predicate, str):
+        raise ValidationError("predicate must be a string")
+    p = re.sub(r"[\s\-]+", "_", predicate.strip().casefold())
+    if not _PRED.match(p):
+        raise ValidationError(f"predicate {predicate!r} must be 1-64 characters of letters, digits and underscores")
+    return p
+
+
+def _clean_name(name: str, what: str = "entity name") -> str:
+    check_text(name, what)
+    clean = " ".join(name.split())
+    if len(clean) > 200:
+        raise ValidationError(f"{what} must be at most 200 characters")
+    normalize_name(clean)
+    return clean
+
+
+_REL_SELECT = (
+    "SELECT r.id, s.name, r.subject_id, r.predicate, o.name, r.object_id, r.valid_from, r.valid_to, "
+    "r.source_entry_id, r.confidence, r.created_at FROM relations r "
+    "JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id"
+)
+
+
+def _relation(row: tuple) -> Relation:
+    return Relation(id=row[0], subject=row[1], subject_id=row[2], predicate=row[3], object=row[4], object_id=row[5],
+                    valid_from=from_db_time(row[6]), valid_to=from_db_time(row[7]), source_entry_id=row[8],
+                    confidence=row[9], created_at=from_db_time(row[10]))
+
+
+def _entity(row: tuple) -> GraphEntity:
+    return GraphEntity(id=row[0], name=row[1], type=row[2], aliases=json.loads(row[3]),
+                       created_at=from_db_time(row[4]))
+
+
+async def _lookup(conn: Any, name: str) -> str | None:
+    """Entity id for a name or alias (``conn`` may be the writer or the reader Database)."""
+    norm = normalize_name(name)
+    if hasattr(conn, "fetchone") and not hasattr(conn, "execute"):
+        row = await conn.fetchone("SELECT entity_id FROM entity_aliases WHERE norm_alias = ?", (norm,))
+    else:
+        row = await (await conn.execute("SELECT entity_id FROM entity_aliases WHERE norm_alias = ?",
+                                        (norm,))).fetchone()
+    return row[0] if row else None
+
+
+async def upsert_entity(conn: Any, name: str, type: str | None = None, aliases: Iterable[str] = (),
+                        now: str | None = None) -> str:
+    """Return the id of the entity called ``name`` (or one of ``aliases``), creating or merging as needed.
+
+    Runs inside a write transaction. When the name and aliases resolve to several existing entities, they are
+    merged into the first: relations are re-pointed, aliases united, the others deleted.
+    """
+    name = _clean_name(name)
+    names = [name, *(_clean_name(a, "alias") for a in aliases)]
+    found: list[str] = []
+    for n in names:
+        eid = await _lookup(conn, n)
+        if eid and eid not in found:
+            found.append(eid)
+    now = now or to_db_time(utcnow())
+    if not found:
+        eid = str(uuid.uuid4())
+        await conn.execute("INSERT INTO entities(id, name, norm_name, type, aliases, created_at) VALUES (?,?,?,?,?,?)",
+                           (eid, name, f"{normalize_name(name)}#{eid}", type, "[]", now))
+        found = [eid]
+    keep = found[0]
+    row = await (await conn.execute("SELECT name, type, aliases FROM entities WHERE id = ?", (keep,))).fetchone()
+    all_aliases: list[str] = json.loads(row[2])
+    for other in found[1:]:
+        orow = await (await conn.execute("SELECT name, aliases FROM entities WHERE id = ?", (other,))).fetchone()
+        all_aliases += [orow[0], *json.loads(orow[1])]
+        await conn.execute("UPDATE relations SET subject_id = ? WHERE subject_id = ?", (keep, other))
+        await conn.execute("UPDATE relations SET object_id = ? WHERE object_id = ?", (keep, other))
+        await conn.execute("UPDATE entity_aliases SET entity_id = ? WHERE entity_id = ?", (keep, other))
+        await conn.execute("DELETE FROM entities WHERE id = ?", (other,))
+    canon = normalize_name(row[0])
+    seen = {canon}
+    merged: list[str] = []
+    for n in [*all_aliases, *names]:
+        key = normalize_name(n)
+        if key not in seen:
+            seen.add(key)
+            merged.append(n)
+    await conn.executemany("INSERT OR IGNORE INTO entity_aliases(norm_alias, entity_id) VALUES (?, ?)",
+                           [(normalize_name(n), keep) for n in [row[0], *merged]])
+    await conn.execute("UPDATE entities SET aliases = ?, type = COALESCE(type, ?) WHERE id = ?",
+                       (json.dumps(merged, ensure_ascii=False), type, keep))
+    return keep
+
+
+async def store_relation(conn: Any, subject_id: str, predicate: str, object_id: str, *, valid_from: str,
+                         valid_to: str | None = None, source_entry_id: str | None = None, confidence: float = 1.0,
+                         functional: bool | None = None) -> tuple[str, bool]:
+    """Insert a relation inside a write transaction, fitting it into the subject's timeline.
+
+    The same fact already valid at ``valid_from`` is reused (confidence raised to the max; an open one starting
+    later is extended back to ``valid_from``). For functional predicates, a relation with another object that
+    is valid at ``valid_from`` is closed there, and the new relation is closed where the next known state begins.
+
+    Returns:
+        ``(relation id, created)``.
+    """
+    functional = predicate in FUNCTIONAL_PREDICATES if functional is None else functional
+    same = await (await conn.execute(
+        "SELECT id, valid_from, valid_to FROM relations WHERE subject_id = ? AND predicate = ? AND object_id = ? "
+        "AND (valid_to IS NULL OR valid_to > ?) AND (valid_from IS NULL OR valid_from <= ? OR valid_to IS NULL) "
+        "ORDER BY valid_from LIMIT 1", (subject_id, predicate, object_id, valid_from, valid_from))).fetchone()
+    if same is not None and (same[1] is None or same[1] <= valid_from or not functional or
+                             await _no_state_between(conn, subject_id, predicate, valid_from, same[1])):
+        await conn.execute("UPDATE relations SET confidence = MAX(confidence, ?), valid_from = "
+                           "CASE WHEN valid_from IS NULL OR valid_from <= ? THEN valid_from ELSE ? END WHERE id = ?",
+                           (confidence, valid_from, valid_from, same[0]))
+        return same[0], False
+    if functional:
+        await conn.execute(
+            "UPDATE relations SET valid_to = ? WHERE subject_id = ? AND predicate = ? AND object_id != ? "
+            "AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)",
+            (valid_from, subject_id, predicate, object_id, valid_from, valid_from))
+        nxt = await (await conn.execute(
+            "SELECT MIN(valid_from) FROM relations WHERE subject_id = ? AND predicate = ? AND valid_from > ?",
+            (subject_id, predicate, valid_from))).fetchone()
+        if nxt and nxt[0] is not None and (valid_to is None or nxt[0] < valid_to):
+            valid_to = nxt[0]
+    rid = str(uuid.uuid4())
+    await conn.execute(
+        "INSERT INTO relations(id, subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, "
+        "confidence, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+        (rid, subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, float(confidence),
+         to_db_time(utcnow())))
+    return rid, True
+
+
+async def _no_state_between(conn: Any, subject_id: str, predicate: str, start: str, end: str) -> bool:
+    row = await (await conn.execute(
+        "SELECT 1 FROM relations WHERE subject_id = ? AND predicate = ? AND valid_from > ? AND valid_from < ? "
+        "LIMIT 1", (subject_id, predicate, start, end))).fetchone()
+    return row is None
+
+
+async def end_relation(conn: Any, subject_id: str, predicate: str, object_id: str, when: str) -> int:
+    """Close the open ``subject -predicate-> object`` relation at ``when``; returns how many were closed."""
+    cur = await conn.execute(
+        "UPDATE relations SET valid_to = ? WHERE subject_id = ? AND predicate = ? AND object_id = ? "
+        "AND valid_to IS NULL AND (valid_from IS NULL OR valid_from <= ?)",
+        (when, subject_id, predicate, object_id, when))
+    return cur.rowcount
+
+
+# ------------------------------------------------------------------------------------------- ingest hooks
+async def ingest_text(conn: Any, text: str, entities: Sequence[Entity] | None, *, extractor: Any,
+                      speaker: str | None, when: str, source_entry_id: str | None, max_chars: int = 2000) -> int:
+    """Extract relations from ``text`` and store them (inside a write transaction).
+
+    Args:
+        entities: NER output for ``text``, or None to run ``extractor`` (only when the verb gate matches).
+        when: valid_from for the relations (DB time text). source_entry_id: provenance.
+
+    Returns:
+        Number of relations created or ended.
+    """
+    if not text or not _GATE.search(text[:max_chars]):
+        return 0
+    if entities is None:
+        entities = extractor.extract(text[:max_chars]) if extractor is not None else []
+    n = 0
+    for m in extract_relation_mentions(text, entities, speaker=speaker, max_chars=max_chars):
+        try:
+            sid = await upsert_entity(conn, m.subject, m.subject_type)
+            oid = await upsert_entity(conn, m.object, m.object_type)
+        except ValidationError:
+            continue
+        if sid == oid:
+            continue
+        if m.ends:
+            n += await end_relation(conn, sid, m.predicate, oid, when)
+        else:
+            n += (await store_relation(conn, sid, m.predicate, oid, valid_from=when, source_entry_id=source_entry_id,
+                                       confidence=EXTRACTED_CONFIDENCE))[1]
+    return n
+
+
+def speaker_for(entry: Any) -> str | None:
+    """Who "I" means in an entry: ``metadata["speaker"]``, else the user for user turns and memories."""
+    meta = entry.metadata or {}
+    if meta.get("speaker"):
+        return str(meta["speaker"])
+    if meta.get("role") not in (None, "user"):
+        return None
+    return entry.user_id
+
+
+async def extract_entry_relations(ab: Any, conn: Any, entry: Any) -> int:
+    """Hook for ``add_memory``: relations from one entry, valid from its ``event_time`` (else ``created_at``)."""
+    when = to_db_time(entry.event_time or entry.created_at)
+    limit = ab.settings.ingest.ner_max_chars
+    return await ingest_text(conn, entry.l2_full, None, extractor=ab.extractor, speaker=speaker_for(entry),
+                             when=when, source_entry_id=entry.id, max_chars=limit)
+
+
+async def ingest_session_relations(ab: Any, conn: Any, session: Any, turns: Sequence[Any],
+                                   entity_lists: Sequence[Sequence[Entity]], links: Sequence[tuple]) -> int:
+    """Hook for ``commit_session``: relations from the committed turns, valid from each message's time.
+
+    Args:
+        session: the session. turns: the committed messages. entity_lists: their NER output (same order).
+        links: ``(session_id, entry_id, kind, message_seq)`` rows written by the commit (to find turn entries).
+    """
+    by_seq = {seq: eid for _sid, eid, kind, seq in links if kind == "turn"}
+    limit = ab.settings.ingest.ner_max_chars
+    n = 0
+    for msg, ents in zip(turns, entity_lists):
+        speaker = msg.name or (session.user_id if msg.role == "user" else None)
+        n += await ingest_text(conn, msg.content[:limit], ents, extractor=None, speaker=speaker,
+                               when=to_db_time(msg.created_at), source_entry_id=by_seq.get(msg.seq),
+                               max_chars=limit)
+    return n
+
+
+# -------------------------------------------------------------------------------------------- public API
+async def add_entity(ab: Any, name: str, type: str | None, aliases: list[str] | None) -> GraphEntity:
+    """See :meth:`AgentBase.add_entity`."""
+    if aliases is not None and (isinstance(aliases, str) or not isinstance(aliases, list)):
+        raise ValidationError("aliases must be a list of strings")
+    db = await ab._open()
+    async with db.transaction() as conn:
+        eid = await upsert_entity(conn, name, type, aliases or [])
+    found = await get_entity(ab, eid, by_id=True)
+    assert found is not None
+    return found
+
+
+async def get_entity(ab: Any, name: str, *, by_id: bool = False) -> GraphEntity | None:
+    """See :meth:`AgentBase.get_entity`."""
+    db = await ab._open()
+    eid = name if by_id else await _lookup(db, _clean_name(name))
+    if eid is None:
+        return None
+    row = await db.fetchone("SELECT id, name, type, aliases, created_at FROM entities WHERE id = ?", (eid,))
+    return _entity(row) if row else None
+
+
+async def add_relation(ab: Any, subject: str, predicate: str, obj: str, *, valid_from: Any, valid_to: Any,
+                       source_entry_id: str | None, confidence: float, functional: bool | None,
+                       subject_type: str | None, object_type: str | None) -> Relation:
+    """See :meth:`AgentBase.add_relation`."""
+    pred = normalize_predicate(predicate)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+        raise ValidationError("confidence must be a number between 0 and 1")
+    vf = to_db_time(parse_time(valid_from) or utcnow())
+    vt = to_db_time(parse_time(valid_to)) if valid_to is not None else None
+    if vt is not None and vt <= vf:
+        raise ValidationError("valid_to must be later than valid_from")
+    _clean_name(subject, "subject")
+    _clean_name(obj, "object")
+    db = await ab._open()
+    async with db.transaction() as conn:
+        sid = await upsert_entity(conn, subject, subject_type)
+        oid = await upsert_entity(conn, obj, object_type)
+        if sid == oid:
+            raise ValidationError("subject and object are the same entity")
+        rid, _ = await store_relation(conn, sid, pred, oid, valid_from=vf, valid_to=vt,
+                                      source_entry_id=source_entry_id, confidence=float(confidence),
+                                      functional=functional)
+    row = await db.fetchone(f"{_REL_SELECT} WHERE r.id = ?", (rid,))
+    return _relation(row)
+
+
+def _as_of(as_of: Any) -> str:
+    return to_db_time(parse_time(as_of) or utcnow())
+
+
+async def facts(ab: Any, entity: str, *, as_of: Any, predicate: str | None, direction: str) -> list[Relation]:
+    """See :meth:`AgentBase.facts`."""
+    if direction not in ("out", "in", "both"):
+        raise ValidationError("direction must be 'out', 'in' or 'both'")
+    db = await ab._open()
+    eid = await _lookup(db, _clean_name(entity))
+    if eid is None:
+        return []
+    when = _as_of(as_of)
+    side = {"out": "r.subject_id = ?", "in": "r.object_id = ?", "both": "(r.subject_id = ? OR r.object_id = ?)"}
+    params: list[Any] = [eid] * (2 if direction == "both" else 1)
+    sql = (f"{_REL_SELECT} WHERE {side[direction]} AND (r.valid_from IS NULL OR r.valid_from <= ?) "
+           "AND (r.valid_to IS NULL OR r.valid_to > ?)")
+    params += [when, when]
+    if predicate is not None:
+        sql += " AND r.predicate = ?"
+        params.append(normalize_predicate(predicate))
+    rows = await db.fetchall(sql + " ORDER BY r.valid_from DESC, r.created_at DESC", params)
+    return [_relation(r) for r in rows]
+
+
+async def timeline(ab: Any, entity: str) -> list[Relation]:
+    """See :meth:`AgentBase.timeline`."""
+    db = await ab._open()
+    eid = await _lookup(db, _clean_name(entity))
+    if eid is None:
+        return []
+    rows = await db.fetchall(f"{_REL_SELECT} WHERE r.subject_id = ? OR r.object_id = ? "
+                             "ORDER BY r.valid_from IS NOT NULL, r.valid_from, r.created_at", (eid, eid))
+    return [_relation(r) for r in rows]
+
+
+async def neighbors(ab: Any, entity: str, *, depth: int, as_of: Any, include_expired: bool,
+                    limit: int) -> Neighborhood | None:
+    """See :meth:`AgentBase.neighbors`."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise ValidationError(f"depth must be an integer between 1 and {MAX_DEPTH}")
+    center = await get_entity(ab, entity)
+    if center is None:
+        return None
+    db = ab.db
+    when = _as_of(as_of)
+    valid = "" if include_expired else \
+        " AND (r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)"
+    depths = {center.id: 0}
+    relations: dict[str, Relation] = {}
+    frontier = [center.id]
+    for hop in range(1, depth + 1):
+        if not frontier or len(depths) > limit:
+            break
+        marks = ",".join("?" * len(frontier))
+        params: list[Any] = [*frontier, *frontier] + ([] if include_expired else [when, when])
+        rows = await db.fetchall(f"{_REL_SELECT} WHERE (r.subject_id IN ({marks}) OR r.object_id IN ({marks})){valid}"
+                                 " ORDER BY r.valid_from DESC", params)
+        nxt: list[str] = []
+        for row in rows:
+            rel = _relation(row)
+            relations.setdefault(rel.id, rel)
+            for eid in (rel.subject_id, rel.object_id):
+                if eid not in depths and len(depths) <= limit:
+                    depths[eid] = hop
+                    nxt.append(eid)
+        frontier = nxt
+    ids = [e for e in depths if e != center.id]
+    ents: list[GraphEntity] = []
+    if ids:
+        rows = await db.fetchall(f"SELECT id, name, type, aliases, created_at FROM entities WHERE id IN "
+                                 f"({','.join('?' * len(ids))})", ids)
+        ents = sorted((_entity(r) for r in rows), key=lambda e: (depths[e.id], e.name.casefold()))
+    kept = set(depths)
+    rels = [r for r in relations.values() if r.subject_id in kept and r.object_id in kept]
+    return Neighborhood(center=center, entities=ents, depths={k: v for k, v in depths.items() if k != center.id},
+                        relations=rels)
+
+
+async def extract_relations(ab: Any, entry_ids: list[str] | None, batch: int = 200) -> int:
+    """See :meth:`AgentBase.extract_relations`."""
+    from .storage.entries import ENTRY_COLUMNS, row_to_entry
+
+    db = await ab._open()
+    sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'memory'"
+    params: list[Any] = []
+    if entry_ids is not None:
+        if not isinstance(entry_ids, list) or not all(isinstance(i, str) for i in entry_ids):
+            raise ValidationError("entry_ids must be a list of strings")
+        if not entry_ids:
+            return 0
+        sql += f" AND id IN ({','.join('?' * len(entry_ids))})"
+        params = list(entry_ids)
+    rows = await db.fetchall(sql + " ORDER BY COALESCE(event_time, created_at), rid", params)
+    total = 0
+    for start in range(0, len(rows), batch):
+        async with db.transaction() as conn:
+            for row in rows[start:start + batch]:
+                total += await extract_entry_relations(ab, conn, row_to_entry(row))
+    return total
+
+
+async def graph_candidates(ab: Any, query_entities: Iterable[str], filters: Any = None, *,
+                           limit: int = 100) -> list[int]:
+    """Entry row ids that are the source of relations about the query's entities (a retrieval signal).
+
+    Args:
+        ab: an initialised AgentBase.
+        query_entities: entity names found in the query (any case; aliases resolve).
+        filters: a :class:`~agentbase.retrieval.filters.Filters` applied inside the SQL (None: active entries).
+        limit: maximum rids.
+
+    Returns:
+        Entry rids (``entries.rid``), currently valid relations first, then by ``valid_from`` descending.
+    """
+    from .retrieval.filters import Filters
+
+    db = ab.db
+    ids: list[str] = []
+    for name in query_entities:
+        try:
+            eid = await _lookup(db, name)
+        except ValidationError:
+            continue
+        if eid and eid not in ids:
+            ids.append(eid)
+    if not ids:
+        return []
+    where, params = (filters or Filters()).where("e")
+    marks = ",".join("?" * len(ids))
+    rows = await db.fetchall(
+        f"SELECT e.rid, MAX(r.valid_to IS NULL) AS open_, MAX(r.valid_from) AS vf FROM relations r "
+        f"JOIN entries e ON e.id = r.source_entry_id WHERE (r.subject_id IN ({marks}) OR r.object_id IN ({marks})) "
+        f"AND {where} GROUP BY e.rid ORDER BY open_ DESC, vf DESC LIMIT ?", [*ids, *ids, *params, int(limit)])
+    return [int(r[0]) for r in rows]

@@ -1,0 +1,109 @@
+"""The shared ASGI application: one FastAPI app, routers plugged in by feature.
+
+:func:`create_app` wires the database, OpenAI-shaped error handling, optional bearer-token auth and the routers.
+Today that is the OpenAI-compatible router (``/v1/threads``, ``/v1/conversations``); other routers (``/api/v1``, a
+dashboard) are added the same way with ``app.include_router``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Iterable
+
+from fastapi import FastAPI
+
+from ..adapters.openai_assistants import AsyncOpenAIAssistantAdapter
+from .errors import error_body, install_error_handlers
+from .openai_routes import router as openai_router
+
+__all__ = ["BearerAuthMiddleware", "create_app"]
+
+
+class BearerAuthMiddleware:
+    """Pure ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` for a known token.
+
+    Other requests get 401 in OpenAI's error shape (``code: "invalid_api_key"``). Tokens are compared in constant
+    time.
+
+    Args:
+        app: the wrapped ASGI app.
+        tokens: accepted tokens (non-empty).
+    """
+
+    def __init__(self, app: Any, tokens: Iterable[str]):
+        self.app = app
+        self.tokens = [t.encode() for t in tokens if t]
+
+    def _allowed(self, scope: dict[str, Any]) -> bool:
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, token = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not token.strip():
+            return False
+        token = token.strip()
+        return any(hmac.compare_digest(token, t) for t in self.tokens)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Check the token of HTTP requests, then pass them on (lifespan/other scopes pass unchanged).
+
+        Args:
+            scope, receive, send: the ASGI triple.
+        """
+        if scope["type"] != "http" or self._allowed(scope):
+            await self.app(scope, receive, send)
+            return
+        from fastapi.responses import JSONResponse
+
+        body = error_body("Missing or invalid bearer token: send 'Authorization: Bearer <token>'.",
+                          code="invalid_api_key")
+        response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
+
+
+def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "AgentBase") -> FastAPI:
+    """Build the AgentBase web application.
+
+    Args:
+        db: an :class:`~agentbase.engine.AgentBase`, a :class:`~agentbase.sync.SyncAgentBase`, or a database path
+            (then the app opens it and closes it on shutdown).
+        tokens: bearer tokens; when non-empty every request must send ``Authorization: Bearer <one of them>``
+            or gets 401. None or empty: no authentication (bind to loopback only).
+        title: the OpenAPI title.
+
+    Returns:
+        The FastAPI app, with ``app.state.agentbase`` (the :class:`AgentBase`) and ``app.state.openai_adapter``.
+
+    Example:
+        >>> import uvicorn                                                   # doctest: +SKIP
+        >>> uvicorn.run(create_app("agent.db"), host="127.0.0.1", port=8000)  # doctest: +SKIP
+    """
+    owned = isinstance(db, (str, os.PathLike))
+    if owned:
+        from ..engine import AgentBase
+
+        db = AgentBase(db)
+    aio = getattr(db, "aio", db)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if owned:
+            await aio.close()
+
+    app = FastAPI(title=title, version=_version(), lifespan=lifespan,
+                  description="AgentBase over HTTP: OpenAI-compatible Threads and Conversations at /v1.")
+    app.state.agentbase = aio
+    app.state.openai_adapter = AsyncOpenAIAssistantAdapter(aio)
+    install_error_handlers(app)
+    app.include_router(openai_router)
+    accepted = [t for t in (tokens or []) if t]
+    if accepted:
+        app.add_middleware(BearerAuthMiddleware, tokens=accepted)
+    return app
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
