@@ -79,6 +79,7 @@ class RetrievalSettings(BaseModel):
     # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.
     query_ner: Literal["regex", "spacy", "auto"] = "regex"
     trace: bool = True
+    count_recalls: bool = True  # results returned by find() count as recalls (slower decay, lifecycle.py)
 
 
 class AuthSettings(BaseModel):

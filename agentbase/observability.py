@@ -39,9 +39,18 @@ class Tracer:
                      result_ids=result_ids, params=self.params, degrade_reason=self.degrade_reason)
 
 
-async def save_trace(db: Any, trace: Trace) -> None:
-    """Persist a trace and its steps in one transaction."""
+async def save_trace(db: Any, trace: Trace, recalled: list[str] | None = None) -> None:
+    """Persist a trace and its steps in one transaction.
+
+    Args:
+        db: the open database.
+        trace: the finished trace.
+        recalled: entry ids returned to the caller; each counts as a recall (``access_count`` + 1,
+            ``last_accessed_at`` = now), which slows the entry's decay (see :mod:`agentbase.lifecycle`).
+    """
     async with db.transaction() as conn:
+        if recalled:
+            await _count_recalls(conn, recalled, trace.created_at)
         await conn.execute(
             "INSERT INTO retrieval_traces(id, query, params, created_at, total_ms, result_ids, degrade_reason) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -52,6 +61,17 @@ async def save_trace(db: Any, trace: Trace) -> None:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(trace.id, i, s.name, s.latency_ms, s.candidates_in, s.candidates_out,
               json.dumps(s.details, default=str, ensure_ascii=False)) for i, s in enumerate(trace.steps)])
+
+
+async def _count_recalls(conn: Any, ids: list[str], when: Any) -> None:
+    await conn.executemany("UPDATE entries SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
+                           [(to_db_time(when), i) for i in ids])
+
+
+async def record_recalls(db: Any, ids: list[str], when: Any) -> None:
+    """Count a recall of each entry id (``access_count`` + 1, ``last_accessed_at`` = ``when``, UTC)."""
+    async with db.transaction() as conn:
+        await _count_recalls(conn, ids, when)
 
 
 async def load_trace(db: Any, trace_id: str) -> Trace:

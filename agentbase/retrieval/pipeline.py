@@ -16,7 +16,8 @@ from typing import Any
 from ..index.fts import fts_query
 from ..index.vector import knn
 from ..models import SearchResult
-from ..observability import Tracer, save_trace
+from ..models import utcnow
+from ..observability import Tracer, record_recalls, save_trace
 from ..storage.entries import entry_columns, row_to_entry
 from ..validation import clean_query
 from .filters import Filters
@@ -219,6 +220,10 @@ def _finalize(order: list[int], cands: dict[int, dict[str, Any]], p: FindParams,
 
 
 async def _persist(ab: Any, p: FindParams, tracer: Tracer, ids: list[str]) -> None:
-    """Write the trace in the background so the caller does not wait for the commit (get_trace waits)."""
+    """Write the trace and count the recalls in the background, so the caller does not wait for the commit
+    (``get_trace``, ``stats`` and ``close`` wait for it)."""
+    recalled = ids if ab.settings.retrieval.count_recalls else None
     if p.trace:
-        ab._background(save_trace(ab.db, tracer.finish(ids)))
+        ab._background(save_trace(ab.db, tracer.finish(ids), recalled))
+    elif recalled:
+        ab._background(record_recalls(ab.db, recalled, utcnow()))

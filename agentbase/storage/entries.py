@@ -171,10 +171,10 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
         await delete_vector(conn, engine, rid)
         if embed:
             await enqueue_job(conn, "embed", new.id, now)
-    elif new.metadata != old.metadata or new.tags != old.tags or new.category != old.category:
-        await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now,
-                             {"fields": [f for f in ("metadata", "tags", "category")
-                                         if getattr(new, f) != getattr(old, f)]})
+    else:
+        changed = [f for f in ("metadata", "tags", "category", "status") if getattr(new, f) != getattr(old, f)]
+        if changed:
+            await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now, {"fields": changed})
 
 
 async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, now: str) -> None:
