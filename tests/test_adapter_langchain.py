@@ -37,7 +37,8 @@ def tool_exchange() -> list:
                       {"type": "image_url", "image_url": {"url": "https://example.invalid/a.png"}}],
                      name="alice", id="h-1", additional_kwargs={"client": {"app": "cli"}}),
         AIMessage("", id="a-1", tool_calls=[{"name": "weather", "args": {"city": "Oslo"}, "id": "call_1"}],
-                  additional_kwargs={"refusal": None}, response_metadata={"model_name": "fake", "seq": [1, 2]}),
+                  additional_kwargs={"refusal": None},
+                  response_metadata={"model_name": "fake", "seq": [1, 2]}),
         ToolMessage("12C and sunny", tool_call_id="call_1", name="weather", id="t-1",
                     artifact={"raw": [12, "C"]}),
         AIMessage("It is 12C and sunny.", id="a-2", usage_metadata={"input_tokens": 3, "output_tokens": 5,
@@ -58,7 +59,8 @@ async def test_tool_calls_round_trip_through_closing_and_reopening(db_path):
     got = await again.aget_messages()
     assert got == sent
     assert [type(m) for m in got] == [type(m) for m in sent]
-    assert got[2].tool_calls == [{"name": "weather", "args": {"city": "Oslo"}, "id": "call_1", "type": "tool_call"}]
+    assert got[2].tool_calls == [{"name": "weather", "args": {"city": "Oslo"}, "id": "call_1",
+                                  "type": "tool_call"}]
     assert got[3].tool_call_id == "call_1" and got[3].artifact == {"raw": [12, "C"]}
     assert got[1].content[1]["type"] == "image_url" and got[1].name == "alice"
     assert got[4].usage_metadata["total_tokens"] == 8

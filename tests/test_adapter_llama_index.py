@@ -87,11 +87,13 @@ async def test_async_twins_match_the_sync_methods(store):
 def rich_messages() -> list[ChatMessage]:
     return [
         ChatMessage(role="system", content="be brief"),
-        ChatMessage(role="user", blocks=[TextBlock(text="what is this? ハロー"), ImageBlock(image=b"\x89PNG\r\n")],
+        ChatMessage(role="user",
+                    blocks=[TextBlock(text="what is this? ハロー"), ImageBlock(image=b"\x89PNG\r\n")],
                     additional_kwargs={"name": "alice", "trace": {"n": [1, 2]}}),
         ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="call_1", tool_name="look",
                                                             tool_kwargs={"q": "png"})]),
-        ChatMessage(role="tool", content="an image", additional_kwargs={"tool_call_id": "call_1", "name": "look"}),
+        ChatMessage(role="tool", content="an image",
+                    additional_kwargs={"tool_call_id": "call_1", "name": "look"}),
         ChatMessage(role="assistant", content="It is a tiny PNG."),
     ]
 
@@ -135,7 +137,7 @@ async def test_messages_from_other_adapters_are_mapped(db, store):
                                                               "function": {"name": "f", "arguments": "{}"}}]},
         {"role": "tool", "content": "ok", "tool_call_id": "c1"}, {"role": "narrator", "content": "aside"}])
     got = store.get_messages("foreign")
-    assert [m.role for m in got] == [MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL, MessageRole.USER]
+    assert [m.role.value for m in got] == ["user", "assistant", "tool", "user"]
     assert got[0].additional_kwargs == {"name": "bob"} and got[2].additional_kwargs == {"tool_call_id": "c1"}
     assert got[1].additional_kwargs["tool_calls"][0]["id"] == "c1"
 

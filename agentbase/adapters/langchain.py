@@ -1,16 +1,16 @@
 """LangChain adapters: a persistent ``BaseChatMessageHistory`` and a ``BaseChatMemory`` with long-term recall.
 
-* :class:`AgentBaseChatMessageHistory` stores one LangChain conversation as an AgentBase session. It plugs into
-  ``RunnableWithMessageHistory`` (``get_session_history``) and into ``langchain_classic`` memories such as
-  ``ConversationBufferMemory(chat_memory=...)``.
+* :class:`AgentBaseChatMessageHistory` stores one LangChain conversation as an AgentBase session. It plugs
+  into ``RunnableWithMessageHistory`` (``get_session_history``) and into ``langchain_classic`` memories such
+  as ``ConversationBufferMemory(chat_memory=...)``.
 * :class:`LangChainMemoryAdapter` is a ``langchain_classic`` ``BaseChatMemory`` (usable as ``memory=`` of a
   ``ConversationChain`` or standalone) that can also add long-term memories found with ``db.find``.
 
-Each message is one row of the session log (strict ``seq`` order). The columns ``role``, ``content``, ``name``,
-``tool_calls`` and ``tool_call_id`` are filled for AgentBase's own use (search, ``commit_session``, other
-adapters); the exact LangChain message (``message_to_dict``) is kept in ``metadata["langchain"]`` so that type,
-content blocks, id, name, tool calls, ``additional_kwargs`` and ``response_metadata`` round-trip. Messages written
-by other adapters (no ``metadata["langchain"]``) are rebuilt from the columns.
+Each message is one row of the session log (strict ``seq`` order). The columns ``role``, ``content``,
+``name``, ``tool_calls`` and ``tool_call_id`` are filled for AgentBase's own use (search, ``commit_session``,
+other adapters); the exact LangChain message (``message_to_dict``) is kept in ``metadata["langchain"]`` so
+that type, content blocks, id, name, tool calls, ``additional_kwargs`` and ``response_metadata`` round-trip.
+Messages written by other adapters (no ``metadata["langchain"]``) are rebuilt from the columns.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..engine import AgentBase
-from ..errors import MissingDependencyError, NotFoundError, StorageError, ValidationError
+from ..errors import MissingDependencyError, NotFoundError, ValidationError
 from ..models import Message
 from ..sync import SyncAgentBase
 
@@ -45,7 +45,10 @@ except ImportError:  # pragma: no cover - exercised only without langchain-class
 __all__ = ["AgentBaseChatMessageHistory", "LangChainMemoryAdapter"]
 
 METADATA_KEY = "langchain"
-_ROLE_BY_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "function"}
+_ROLE_BY_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
+                 "function": "function"}
+# entries that ``commit_session`` copies from a conversation; that conversation's buffer already holds them
+_SESSION_COPIES = ("turn", "summary")
 
 
 def _resolve_db(db: Any) -> tuple[AgentBase, bool]:
@@ -84,42 +87,56 @@ def _text_of(content: Any) -> str:
 
 
 def message_to_row(message: BaseMessage) -> dict[str, Any]:
-    """Convert a LangChain message to an AgentBase message dict (for ``add_messages``/``replace_messages``).
+    """Convert a LangChain message to an AgentBase message dict (for ``add_messages``).
 
     Args:
         message: any LangChain message except ``RemoveMessage``.
 
     Returns:
-        ``{"role", "content", "name", "tool_calls", "tool_call_id", "metadata"}``.
+        ``{"role", "content", "name", "tool_calls", "tool_call_id", "metadata"}``; ``tool_calls`` use the
+        OpenAI shape (``{"id", "type": "function", "function": {"name", "arguments"}}``).
 
     Raises:
         ValidationError: ``message`` is not a storable ``BaseMessage``.
     """
     if not isinstance(message, BaseMessage) or message.type == "remove":
         raise ValidationError(f"cannot store {type(message).__name__} in a chat history")
-    kind = message.type.removesuffix("MessageChunk").lower() if message.type.endswith("MessageChunk") \
-        else message.type
+    kind = message.type
+    if kind.endswith("MessageChunk"):
+        kind = kind.removesuffix("MessageChunk").lower()
     role = message.role if isinstance(message, ChatMessage) else _ROLE_BY_TYPE.get(kind, kind)
+    if not isinstance(role, str) or not role.strip() or len(role) > 64:
+        role = "message"
     tool_calls = None
     if isinstance(message, AIMessage) and message.tool_calls:
         tool_calls = [{"id": tc.get("id"), "type": "function",
                        "function": {"name": tc["name"], "arguments": json.dumps(tc.get("args", {}))}}
                       for tc in message.tool_calls]
-    if not isinstance(role, str) or not role.strip() or len(role) > 64:
-        role = "message"
-    return {"role": role, "content": _text_of(message.content),
-            "name": _usable_id(message.name), "tool_calls": tool_calls,
-            "tool_call_id": _usable_id(getattr(message, "tool_call_id", None)),
+    return {"role": role, "content": _text_of(message.content), "name": _usable_id(message.name),
+            "tool_calls": tool_calls, "tool_call_id": _usable_id(getattr(message, "tool_call_id", None)),
             "metadata": {METADATA_KEY: message_to_dict(message)}}
+
+
+def _openai_calls_to_langchain(calls: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    out = []
+    for call in calls or []:
+        fn = call.get("function") or {}
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except (TypeError, ValueError):
+            args = {}
+        out.append({"name": fn.get("name") or call.get("name") or "", "id": call.get("id"),
+                    "type": "tool_call", "args": args if isinstance(args, dict) else {"value": args}})
+    return out
 
 
 def row_to_message(row: Message) -> BaseMessage:
     """Rebuild a LangChain message from a stored AgentBase :class:`~agentbase.models.Message`.
 
-    Messages written through this adapter come back exactly; others (written by AgentBase directly or by another
-    adapter) are mapped by role: ``user`` -> Human, ``assistant`` -> AI (with OpenAI-style ``tool_calls``
-    converted), ``system``, ``tool``, ``function``, anything else -> ``ChatMessage(role=...)``. Their LangChain
-    ``id`` is the AgentBase message id.
+    Messages written through this adapter come back exactly. Others (written by AgentBase directly or by
+    another adapter) are mapped by role: ``user`` -> Human, ``assistant`` -> AI (OpenAI-style ``tool_calls``
+    converted), ``system``, ``tool``, ``function``, anything else -> ``ChatMessage(role=...)``; their
+    LangChain ``id`` is the AgentBase message id.
     """
     stored = row.metadata.get(METADATA_KEY)
     if isinstance(stored, dict) and "type" in stored and "data" in stored:
@@ -130,16 +147,7 @@ def row_to_message(row: Message) -> BaseMessage:
     if row.role == "user":
         return HumanMessage(**common)
     if row.role == "assistant":
-        calls = []
-        for call in row.tool_calls or []:
-            fn = call.get("function") or {}
-            try:
-                args = json.loads(fn.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                args = {}
-            calls.append({"name": fn.get("name") or call.get("name") or "", "args": args if isinstance(args, dict)
-                          else {"value": args}, "id": call.get("id"), "type": "tool_call"})
-        return AIMessage(**common, tool_calls=calls)
+        return AIMessage(**common, tool_calls=_openai_calls_to_langchain(row.tool_calls))
     if row.role == "system":
         return SystemMessage(**common)
     if row.role == "tool":
@@ -166,9 +174,9 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
             ``InMemoryChatMessageHistory(messages=...)``); if None, stored messages are left as they are.
 
     Example:
-        >>> history = AgentBaseChatMessageHistory("agent.db", "thread-1", user_id="alice")   # doctest: +SKIP
-        >>> history.add_messages([HumanMessage("hi"), AIMessage("hello")])                   # doctest: +SKIP
-        >>> history.messages                                                                  # doctest: +SKIP
+        >>> history = AgentBaseChatMessageHistory("agent.db", "thread-1", user_id="alice")  # doctest: +SKIP
+        >>> history.add_messages([HumanMessage("hi"), AIMessage("hello")])                  # doctest: +SKIP
+        >>> history.messages                                                                 # doctest: +SKIP
         [HumanMessage(content='hi', ...), AIMessage(content='hello', ...)]
     """
 
@@ -182,7 +190,6 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         if messages is not None:
             self.replace(messages)
 
-    # ------------------------------------------------------------------ helpers
     @property
     def db(self) -> AgentBase:
         """The underlying async :class:`~agentbase.AgentBase`."""
@@ -213,8 +220,8 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
             messages: LangChain messages; an empty sequence does nothing.
 
         Raises:
-            ValidationError: a message cannot be stored (e.g. ``RemoveMessage`` or non-JSON ``additional_kwargs``);
-                nothing is written.
+            ValidationError: a message cannot be stored (e.g. ``RemoveMessage``, or ``additional_kwargs``
+                that are not JSON); nothing is written.
         """
         rows = [message_to_row(m) for m in messages]
         if not rows:
@@ -266,7 +273,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
 
     # ------------------------------------------------------------------ comparisons
     def __eq__(self, other: object) -> bool:
-        """Two histories are equal when they hold equal message lists (as ``InMemoryChatMessageHistory``)."""
+        """Histories are equal when they hold equal message lists (as ``InMemoryChatMessageHistory``)."""
         if isinstance(other, BaseChatMessageHistory):
             return self.messages == other.messages
         return NotImplemented
@@ -277,31 +284,23 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         return f"AgentBaseChatMessageHistory(path={str(self._aio.path)!r}, session_id={self.session_id!r})"
 
 
-# entries that ``commit_session`` derives verbatim from a conversation: already in the buffer of that conversation
-_SESSION_COPIES = ("turn", "summary")
-
-
-def _format_long_term(texts: list[str]) -> str:
-    return "\n".join(f"- {t}" for t in texts)
-
-
 if _HAS_CLASSIC:
 
     class LangChainMemoryAdapter(BaseChatMemory):
         """A ``langchain_classic`` chat memory backed by AgentBase, with optional long-term recall.
 
-        It behaves like ``ConversationBufferMemory`` over an :class:`AgentBaseChatMessageHistory` (available as
-        ``chat_memory``), so it works standalone and as ``memory=`` of ``ConversationChain``/``LLMChain``. With
+        It behaves like ``ConversationBufferMemory`` over an :class:`AgentBaseChatMessageHistory` (available
+        as ``chat_memory``), so it works standalone and as ``memory=`` of ``ConversationChain``. With
         ``k_long_term > 0``, :meth:`load_memory_variables` also returns up to ``k_long_term`` memories of
-        ``owner_id`` relevant to the input (``db.find(query=input, user_id=owner_id)``) under ``long_term_key``;
-        turns and the summary of this same session are left out because the buffer already holds them. Long-term memories come
-        from ``db.add_memory(...)`` or from :meth:`commit` (``db.commit_session``).
+        ``owner_id`` relevant to the input (``db.find(query=input, user_id=owner_id)``) under
+        ``long_term_key``; turns and the summary of this same session are left out because the buffer already
+        holds them. Long-term memories come from ``db.add_memory(...)`` or from :meth:`commit`.
 
         Args:
             db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path.
             owner_id: the user the conversation and long-term memories belong to (AgentBase ``user_id``).
-            session_id: the conversation id; default ``"langchain-<owner_id>"`` (one running conversation per
-                owner that survives restarts).
+            session_id: the conversation id; default ``"langchain-<owner_id>"`` (one running conversation
+                per owner that survives restarts).
             agent_id: optional agent recorded on the session.
             memory_key: variable name of the history (default ``"history"``).
             return_messages: return the history as messages instead of a ``Human: ...\\nAI: ...`` string.
@@ -311,9 +310,9 @@ if _HAS_CLASSIC:
             long_term_key: variable name of the long-term memories (a ``"- text"`` line per memory).
 
         Example:
-            >>> memory = LangChainMemoryAdapter(db, owner_id="alice", k_long_term=3)       # doctest: +SKIP
-            >>> memory.save_context({"input": "I live in Oslo"}, {"output": "Nice!"})    # doctest: +SKIP
-            >>> memory.load_memory_variables({"input": "where do I live?"})            # doctest: +SKIP
+            >>> memory = LangChainMemoryAdapter(db, owner_id="alice", k_long_term=3)      # doctest: +SKIP
+            >>> memory.save_context({"input": "I live in Oslo"}, {"output": "Nice!"})   # doctest: +SKIP
+            >>> memory.load_memory_variables({"input": "where do I live?"})           # doctest: +SKIP
             {'history': 'Human: I live in Oslo\\nAI: Nice!', 'long_term': '...'}
         """
 
@@ -327,13 +326,14 @@ if _HAS_CLASSIC:
         long_term_key: str = "long_term"
         _db: Any = PrivateAttr(default=None)
 
-        def __init__(self, db: Any, *, owner_id: str, session_id: str | None = None, agent_id: str | None = None,
-                     **kwargs: Any) -> None:
+        def __init__(self, db: Any, *, owner_id: str, session_id: str | None = None,
+                     agent_id: str | None = None, **kwargs: Any) -> None:
             if "chat_memory" in kwargs:
                 raise TypeError("LangChainMemoryAdapter builds its own chat_memory; pass db and session_id")
             sid = session_id or f"langchain-{owner_id}"
             history = AgentBaseChatMessageHistory(db, sid, user_id=owner_id, agent_id=agent_id)
-            super().__init__(chat_memory=history, owner_id=owner_id, session_id=sid, agent_id=agent_id, **kwargs)
+            super().__init__(chat_memory=history, owner_id=owner_id, session_id=sid, agent_id=agent_id,
+                             **kwargs)
             if self.k_long_term < 0:
                 raise ValueError("k_long_term must be >= 0")
             self._db = history.db
@@ -365,14 +365,26 @@ if _HAS_CLASSIC:
                 return _text_of(value.content)
             return value if isinstance(value, str) else ("" if value is None else str(value))
 
+        def _search_args(self, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+            query = self._query(inputs)
+            if not query.strip():
+                return None
+            # over-fetch so that leaving out this session's own copies still leaves k results
+            return query, {"top_k": min(1000, self.k_long_term * 3), "user_id": self.owner_id}
+
         def _long_term(self, results: list[Any]) -> str:
+            """The long-term text: one ``- text`` line per relevant memory of the owner."""
             texts = [" ".join((r.text or r.entry.content).split()) for r in results
                      if not (r.entry.category in _SESSION_COPIES and r.entry.session_id == self.session_id)]
-            return _format_long_term(texts[: self.k_long_term])
+            return "\n".join(f"- {t}" for t in texts[: self.k_long_term])
 
-        def _find_kwargs(self) -> dict[str, Any]:
-            # over-fetch so that excluding this session's own turns still leaves k results
-            return {"top_k": min(1000, self.k_long_term * 3), "user_id": self.owner_id}
+        def _recall(self, inputs: dict[str, Any]) -> str:
+            args = self._search_args(inputs)
+            return self._long_term(self._db.sync.find(args[0], **args[1])) if args else ""
+
+        async def _arecall(self, inputs: dict[str, Any]) -> str:
+            args = self._search_args(inputs)
+            return self._long_term(await self._db.find(args[0], **args[1])) if args else ""
 
         def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
             """Return the conversation (and relevant long-term memories when ``k_long_term > 0``).
@@ -385,35 +397,21 @@ if _HAS_CLASSIC:
             """
             out = {self.memory_key: self._format(self.chat_memory.messages)}
             if self.k_long_term > 0:
-                query = self._query(inputs)
-                found = []
-                if query.strip():
-                    try:
-                        found = self._db.sync.find(query, **self._find_kwargs())
-                    except StorageError:  # vector index not built yet (no entry embedded so far)
-                        found = self._db.sync.find(query, mode="fts", **self._find_kwargs())
-                out[self.long_term_key] = self._long_term(found)
+                out[self.long_term_key] = self._recall(inputs)
             return out
 
         async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
             """Async :meth:`load_memory_variables`."""
             out = {self.memory_key: self._format(await self.chat_memory.aget_messages())}
             if self.k_long_term > 0:
-                query = self._query(inputs)
-                found = []
-                if query.strip():
-                    try:
-                        found = await self._db.find(query, **self._find_kwargs())
-                    except StorageError:  # vector index not built yet (no entry embedded so far)
-                        found = await self._db.find(query, mode="fts", **self._find_kwargs())
-                out[self.long_term_key] = self._long_term(found)
+                out[self.long_term_key] = await self._arecall(inputs)
             return out
 
         def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
             """Append the input as a human message and the output as an AI message (one transaction).
 
             Args:
-                inputs: chain inputs (one key besides memory variables, or ``input_key``).
+                inputs: chain inputs (one key besides memory variables and ``stop``, or ``input_key``).
                 outputs: chain outputs (one key, or ``"output"``, or ``output_key``).
             """
             super().save_context(inputs, outputs)
@@ -431,10 +429,10 @@ if _HAS_CLASSIC:
             await self.chat_memory.aclear()
 
         def commit(self) -> dict[str, Any]:
-            """Turn the new messages of the conversation into long-term memories (``db.commit_session``).
+            """Turn the conversation's new messages into long-term memories (``db.commit_session``).
 
             Returns:
-                The commit report (``turns``, ``facts_added``, ...); nothing happens for an empty conversation.
+                The commit report (``turns``, ``facts_added``, ...); ``messages == 0`` when nothing is new.
             """
             if self._db.sync.get_session(self.session_id) is None:
                 return {"session_id": self.session_id, "messages": 0}

@@ -5,11 +5,12 @@
 * :class:`AgentBaseDBChatStore` is an ``AsyncDBChatStore`` (active/archived FIFO queue) for the newer
   ``llama_index.core.memory.Memory`` (``Memory.from_defaults(chat_store=...)``).
 
-A key is a session id; each ``ChatMessage`` is one row of the session log (strict ``seq`` order). ``role``,
-``content`` (the text blocks), ``name``, ``tool_calls`` and ``tool_call_id`` columns are filled for AgentBase's
-own use, and the exact message (``ChatMessage.model_dump(mode="json")``) is kept in ``metadata["llama_index"]``,
-so role, blocks and ``additional_kwargs`` round-trip. Messages written by other adapters are rebuilt from the
-columns. Both stores see the same sessions; the queue status lives in ``metadata["llama_index_status"]``.
+A key is a session id; each ``ChatMessage`` is one row of the session log (strict ``seq`` order). The
+``role``, ``content`` (the text blocks), ``name``, ``tool_calls`` and ``tool_call_id`` columns are filled for
+AgentBase's own use, and the exact message (``ChatMessage.model_dump(mode="json")``) is kept in
+``metadata["llama_index"]``, so role, blocks and ``additional_kwargs`` round-trip. Messages written by other
+adapters are rebuilt from the columns. Both stores see the same sessions; the queue status lives in
+``metadata["llama_index_status"]``.
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ METADATA_KEY = "llama_index"
 STATUS_KEY = "llama_index_status"
 SESSION_MARK = "llama_index_chat_store"  # session metadata flag: the session is a key of these stores
 _ROLES = {r.value for r in MessageRole}
+_MAX_READ = 1_000_000  # largest ``limit`` AgentBase.get_messages accepts
 
 
-# ---------------------------------------------------------------------------------------------------- plumbing
+# ------------------------------------------------------------------------------------------------ plumbing
 class _Runner:
     """One daemon thread with an event loop, so the sync methods can run the async code from anywhere
     (plain scripts, inside ``async def main()``, other threads) without ``asyncio.run`` conflicts."""
@@ -106,9 +108,9 @@ def message_to_row(message: ChatMessage, status: str | None = None) -> dict[str,
     metadata: dict[str, Any] = {METADATA_KEY: dumped}
     if status is not None:
         metadata[STATUS_KEY] = status
-    return {"role": message.role.value, "content": message.content or "", "name": _usable_id(kwargs.get("name")),
-            "tool_calls": calls or None, "tool_call_id": _usable_id(kwargs.get("tool_call_id")),
-            "metadata": metadata}
+    return {"role": message.role.value, "content": message.content or "",
+            "name": _usable_id(kwargs.get("name")), "tool_calls": calls or None,
+            "tool_call_id": _usable_id(kwargs.get("tool_call_id")), "metadata": metadata}
 
 
 def row_to_message(row: Message) -> ChatMessage:
@@ -199,13 +201,13 @@ class _SessionsMixin:
 
     async def _pick(self, key: str, idx: int, status: str | None = None) -> Optional[Message]:
         """The message at list position ``idx`` (Python semantics, negatives count from the end) or None."""
-        if status is None:
+        if status is None and -_MAX_READ <= idx < _MAX_READ:  # read only as far as the position
             if idx >= 0:
                 rows = await self.db.get_messages(key, limit=idx + 1)
                 return rows[idx] if len(rows) > idx else None
             rows = await self.db.get_messages(key, order="desc", limit=-idx)
             return rows[-1] if len(rows) >= -idx else None
-        rows = [m for m in await self.db.get_messages(key) if _status(m) == status]
+        rows = [m for m in await self.db.get_messages(key) if status is None or _status(m) == status]
         return rows[idx] if -len(rows) <= idx < len(rows) else None
 
     async def _keys(self) -> List[str]:
@@ -220,23 +222,25 @@ class _SessionsMixin:
         return [s.id for s in reversed(sessions) if s.metadata.get(SESSION_MARK)]  # creation order
 
 
-# ---------------------------------------------------------------------------------------------------- stores
+# -------------------------------------------------------------------------------------------------- stores
 class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
     """A LlamaIndex ``BaseChatStore`` on an AgentBase file, with ``SimpleChatStore`` semantics.
 
     Each key is a session (created on first write with ``user_id``/``agent_id`` as owners, so
-    ``db.commit_session(key)`` files its memories under them). Unknown keys read as ``[]``; ``delete_messages``
-    removes the key (its session); ``idx`` arguments are list positions. Every method has a real async twin.
+    ``db.commit_session(key)`` files its memories under them). Unknown keys read as ``[]``;
+    ``delete_messages`` removes the key (its session); ``idx`` arguments are list positions. Every method has
+    a real async twin.
 
     Args:
-        db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path (a path opens
-            a private AgentBase with default settings; :meth:`close` closes it).
+        db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path (a path
+            opens a private AgentBase with default settings; :meth:`close` closes it).
         user_id: owner recorded on new sessions; also restricts :meth:`get_keys` to that owner's sessions.
         agent_id: agent recorded on new sessions; also restricts :meth:`get_keys`.
 
     Example:
-        >>> store = AgentBaseChatStore("agent.db", user_id="alice")                               # doctest: +SKIP
-        >>> memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="alice-1")   # doctest: +SKIP
+        >>> store = AgentBaseChatStore("agent.db", user_id="alice")  # doctest: +SKIP
+        >>> memory = ChatMemoryBuffer.from_defaults(chat_store=store,  # doctest: +SKIP
+        ...                                         chat_store_key="alice-1")
     """
 
     db_path: Optional[str] = None
@@ -336,7 +340,8 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
 
     Messages carry a status (``active``/``archived``, default active); ``Memory`` archives the oldest active
     messages when its queue is full. Reads return insertion order. ``delete_message(key, idx)`` takes a list
-    position among the *active* messages (SQLAlchemyChatStore takes a row id, which AgentBase does not expose).
+    position among the *active* messages (SQLAlchemyChatStore takes a row id, which AgentBase does not
+    expose).
 
     Args:
         db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path.
@@ -344,7 +349,8 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
         agent_id: agent recorded on new sessions; also restricts :meth:`get_keys`.
 
     Example:
-        >>> memory = Memory.from_defaults(session_id="alice-1", chat_store=AgentBaseDBChatStore(db))  # doctest: +SKIP
+        >>> store = AgentBaseDBChatStore(db)                                   # doctest: +SKIP
+        >>> memory = Memory.from_defaults(session_id="alice-1", chat_store=store)  # doctest: +SKIP
     """
 
     db_path: Optional[str] = None
@@ -372,7 +378,7 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
 
     async def get_messages(self, key: str, status: Optional[MessageStatus] = MessageStatus.ACTIVE,
                            limit: Optional[int] = None, offset: Optional[int] = None) -> List[ChatMessage]:
-        """Messages of ``key`` with ``status`` (None: all) in insertion order, after ``offset``, at most ``limit``."""
+        """Messages of ``key`` with ``status`` (None: all), oldest first, from ``offset``, up to ``limit``."""
         rows = (await self._rows(key, status))[offset or 0:]
         return [row_to_message(m) for m in (rows if limit is None else rows[:limit])]
 
