@@ -1,10 +1,11 @@
 """OpenAI Threads (Assistants v2) and Conversations objects stored in AgentBase sessions.
 
-A thread or a conversation is a session (id ``thread_…`` / ``conv_…``); a message or item is a session message
-(id ``msg_…``, ``fc_…``, ``fco_…``). Methods return JSON-ready dicts shaped exactly like the API objects of OpenAI SDK
-3.57, which :mod:`agentbase.web.openai_routes` serves unchanged. OpenAI-only fields (attachments, rich content
-parts, assistant/run ids, item type) live under the reserved ``"_openai"`` metadata key. Sessions written by other
-adapters are visible too: a thread shows their user/assistant text messages, a conversation shows every message.
+A thread or a conversation is a session (id ``thread_…`` / ``conv_…``); a message or item is a session
+message (id ``msg_…``, ``fc_…``, ``fco_…``). Methods return JSON-ready dicts shaped exactly like the API
+objects of OpenAI SDK 3.57, which :mod:`agentbase.web.openai_routes` serves unchanged. OpenAI-only fields
+(attachments, rich content parts, assistant/run ids, item type) live under the reserved ``"_openai"``
+metadata key. Sessions written by other adapters are visible too: a thread shows their user/assistant text
+messages, a conversation shows every message.
 """
 
 from __future__ import annotations
@@ -70,12 +71,14 @@ def _check_metadata(value: Any, param: str = "metadata") -> dict[str, str] | Non
         _require(isinstance(key, str) and 0 < len(key) <= 64 and key != RESERVED,
                  f"Invalid '{param}': keys must be strings of 1-64 characters (not {RESERVED!r}).", param)
         _require(isinstance(item, str) and len(item) <= 512,
-                 f"Invalid '{param}.{key}': values must be strings of at most 512 characters.", f"{param}.{key}")
+                 f"Invalid '{param}.{key}': values must be strings of at most 512 characters.",
+                 f"{param}.{key}")
     return dict(value)
 
 
 def _check_object(value: Any, param: str) -> None:
-    _require(value is None or isinstance(value, dict), f"Invalid type for '{param}': expected an object.", param)
+    _require(value is None or isinstance(value, dict), f"Invalid type for '{param}': expected an object.",
+             param)
 
 
 def _check_page(limit: Any, order: Any) -> tuple[int, str]:
@@ -98,8 +101,9 @@ def _join(user_meta: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, 
     return {**(user_meta or {}), **({RESERVED: extra} if extra else {})}
 
 
-def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: Any, p: str = "") -> dict[str, Any]:
-    """Validate one Assistants message (content: a string or text/image_file/image_url parts) for add_messages."""
+def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: Any,
+                          p: str = "") -> dict[str, Any]:
+    """Validate one Assistants message (a string or text/image_file/image_url parts) for add_messages."""
     _require(role in THREAD_ROLES, f"Invalid '{p}role': must be 'user' or 'assistant'.", f"{p}role")
     if isinstance(content, str):
         parts = [{"type": "text", "text": content}]
@@ -111,7 +115,8 @@ def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: A
             kind = part.get("type") if isinstance(part, dict) else None
             _require((kind == "text" and isinstance(part.get("text"), str))
                      or (kind in ("image_file", "image_url") and isinstance(part.get(kind), dict)),
-                     f"Invalid '{p}content[{i}]': expected a text, image_file or image_url part.", f"{p}content[{i}]")
+                     f"Invalid '{p}content[{i}]': expected a text, image_file or image_url part.",
+                     f"{p}content[{i}]")
             parts.append({"type": "text", "text": part["text"]} if kind == "text" else
                          {"type": kind, kind: part[kind]})
     _require(attachments is None or (isinstance(attachments, list) and all(
@@ -119,20 +124,22 @@ def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: A
         and all(isinstance(t, dict) and t.get("type") in ("code_interpreter", "file_search")
                 for t in a.get("tools", [])) for a in attachments)),
         f"Invalid '{p}attachments': expected [{{file_id, tools: [{{type}}]}}].", f"{p}attachments")
-    extra = {"attachments": attachments, "parts": None if len(parts) == 1 and parts[0]["type"] == "text" else parts}
-    return {"id": _new_id("msg"), "role": role, "content": "\n".join(x["text"] for x in parts if x["type"] == "text"),
+    plain = len(parts) == 1 and parts[0]["type"] == "text"
+    extra = {"attachments": attachments, "parts": None if plain else parts}
+    text = "\n".join(x["text"] for x in parts if x["type"] == "text")
+    return {"id": _new_id("msg"), "role": role, "content": text,
             "metadata": _join(_check_metadata(metadata, f"{p}metadata"), extra)}
 
 
 def _item_input(item: Any, index: int) -> dict[str, Any]:
-    """Validate one Conversations input item (message, function_call, function_call_output) for add_messages."""
+    """Validate one Conversations input item (message, function_call, function_call_output)."""
     p = f"items[{index}]"
     _require(isinstance(item, dict), f"Invalid '{p}': expected an object.", p)
     kind = item.get("type", "message")
     if kind == "message":
         role, content = item.get("role"), item.get("content")
-        _require(role in CONV_INPUT_ROLES, f"Invalid '{p}.role': must be one of {', '.join(CONV_INPUT_ROLES)}.",
-                 f"{p}.role")
+        _require(role in CONV_INPUT_ROLES,
+                 f"Invalid '{p}.role': must be one of {', '.join(CONV_INPUT_ROLES)}.", f"{p}.role")
         _require(isinstance(content, (str, list)), f"Invalid '{p}.content': expected a string or an array.",
                  f"{p}.content")
         for j, part in enumerate(content if isinstance(content, list) else []):
@@ -155,22 +162,24 @@ def _item_input(item: Any, index: int) -> dict[str, Any]:
                 "metadata": _join({}, {"type": "function_call"})}
     if kind == "function_call_output":
         call_id, output = item.get("call_id"), item.get("output")
-        if isinstance(output, list) and all(isinstance(x, dict) and isinstance(x.get("text"), str) for x in output):
+        if isinstance(output, list) and all(isinstance(x, dict) and isinstance(x.get("text"), str)
+                                            for x in output):
             output = "\n".join(x["text"] for x in output)
         _require(isinstance(call_id, str) and call_id and isinstance(output, str),
                  f"Invalid '{p}': function_call_output needs call_id and a text output.", p)
         return {"id": _new_id("fco"), "role": "tool", "content": output, "tool_call_id": call_id,
                 "metadata": _join({}, {"type": "function_call_output"})}
-    raise OpenAIValidationError(f"Invalid '{p}.type': {kind!r} items are not supported (message, function_call, "
-                                "function_call_output are).", f"{p}.type")
+    raise OpenAIValidationError(f"Invalid '{p}.type': {kind!r} items are not supported (message, "
+                                "function_call, function_call_output are).", f"{p}.type")
 
 
 def _items_input(items: Any, *, allow_empty: bool) -> list[dict[str, Any]]:
     if items is None and allow_empty:
         return []
-    _require(isinstance(items, list) and (items or allow_empty), "Invalid 'items': expected a non-empty array.",
+    _require(isinstance(items, list) and (items or allow_empty),
+             "Invalid 'items': expected a non-empty array.", "items")
+    _require(len(items) <= MAX_ITEMS, f"Invalid 'items': at most {MAX_ITEMS} items can be added at a time.",
              "items")
-    _require(len(items) <= MAX_ITEMS, f"Invalid 'items': at most {MAX_ITEMS} items can be added at a time.", "items")
     return [_item_input(item, i) for i, item in enumerate(items)]
 
 
@@ -201,15 +210,17 @@ def _message_obj(m: Any) -> dict[str, Any]:
     content = [{"type": "text", "text": {"value": p["text"], "annotations": []}} if p["type"] == "text" else p
                for p in parts]
     created = _ts(m.created_at)
-    return {"id": m.id, "object": "thread.message", "created_at": created, "assistant_id": extra.get("assistant_id"),
-            "thread_id": m.session_id, "run_id": extra.get("run_id"), "role": _role(m), "content": content,
+    return {"id": m.id, "object": "thread.message", "created_at": created,
+            "assistant_id": extra.get("assistant_id"), "thread_id": m.session_id,
+            "run_id": extra.get("run_id"), "role": _role(m), "content": content,
             "attachments": extra.get("attachments") or [], "metadata": meta, "status": "completed",
             "completed_at": created, "incomplete_at": None, "incomplete_details": None}
 
 
 def _conversation_obj(session: Any) -> dict[str, Any]:
     meta, _ = _split(session.metadata)
-    return {"id": session.id, "object": "conversation", "created_at": _ts(session.created_at), "metadata": meta}
+    return {"id": session.id, "object": "conversation", "created_at": _ts(session.created_at),
+            "metadata": meta}
 
 
 def _item_obj(m: Any) -> dict[str, Any]:
@@ -254,8 +265,9 @@ class AsyncOpenAIAssistantAdapter:
 
     Args:
         db: an :class:`~agentbase.engine.AgentBase` or :class:`~agentbase.sync.SyncAgentBase`.
-        user_id: owner of new threads/conversations unless a call passes one (else the ``user_id`` key of their
-            metadata, if any). The owner scopes :meth:`retrieve_context` and the memories a commit writes.
+        user_id: owner of new threads/conversations unless a call passes one (else the ``user_id`` key of
+            their metadata, if any). The owner scopes :meth:`retrieve_context` and the memories a commit
+            writes.
         agent_id: agent id recorded on new sessions.
 
     Raises:
@@ -281,7 +293,8 @@ class AsyncOpenAIAssistantAdapter:
             raise _NotFound(f"No {what} found with id '{session_id}'.")
         return session
 
-    async def _message(self, session_id: str, message_id: Any, what: str = "message", thread: bool = True) -> Any:
+    async def _message(self, session_id: str, message_id: Any, what: str = "message",
+                       thread: bool = True) -> Any:
         if not isinstance(message_id, str) or not message_id:
             raise OpenAIValidationError(f"Invalid '{what}_id': expected a non-empty string.", f"{what}_id")
         msg = await self._call("get_message", session_id, message_id)
@@ -292,8 +305,8 @@ class AsyncOpenAIAssistantAdapter:
     async def _new_session(self, prefix: str, metadata: dict[str, str] | None, extra: dict[str, Any],
                            user_id: str | None) -> Any:
         owner = user_id or self.user_id or (metadata or {}).get("user_id")
-        return await self._call("create_session", session_id=_new_id(prefix), user_id=owner, agent_id=self.agent_id,
-                                metadata=_join(metadata or {}, extra))
+        return await self._call("create_session", session_id=_new_id(prefix), user_id=owner,
+                                agent_id=self.agent_id, metadata=_join(metadata or {}, extra))
 
     async def _page(self, session_id: str, *, limit: Any, order: Any, after: Any, before: Any, keep: Any,
                     what: str) -> tuple[list[Any], bool]:
@@ -302,8 +315,8 @@ class AsyncOpenAIAssistantAdapter:
         lo = hi = None  # exclusive seq bounds
         for name, cursor in (("after", after), ("before", before)):
             if cursor is not None:
-                msg = await self._call("get_message", session_id, cursor) if isinstance(cursor, str) and cursor \
-                    else None
+                valid = isinstance(cursor, str) and cursor
+                msg = await self._call("get_message", session_id, cursor) if valid else None
                 if msg is None:
                     raise _NotFound(f"No {what} found with id '{cursor}' (the '{name}' cursor).", name)
                 lo, hi = (msg.seq, hi) if (name == "after") == (order == "asc") else (lo, msg.seq)
@@ -322,7 +335,8 @@ class AsyncOpenAIAssistantAdapter:
 
     # ------------------------------------------------------------------------------------------ threads
     async def create_thread(self, messages: list[dict[str, Any]] | None = None,
-                            metadata: dict[str, str] | None = None, *, tool_resources: dict[str, Any] | None = None,
+                            metadata: dict[str, str] | None = None, *,
+                            tool_resources: dict[str, Any] | None = None,
                             user_id: str | None = None) -> dict[str, Any]:
         """Create a thread (``POST /v1/threads``), optionally with initial messages.
 
@@ -347,8 +361,8 @@ class AsyncOpenAIAssistantAdapter:
             rows.append(_thread_message_input(m.get("role"), m.get("content"), m.get("metadata"),
                                               m.get("attachments"), f"messages[{i}]."))
         _check_object(tool_resources, "tool_resources")
-        session = await self._new_session("thread", meta, {"object": "thread", "tool_resources": tool_resources},
-                                          user_id)
+        extra = {"object": "thread", "tool_resources": tool_resources}
+        session = await self._new_session("thread", meta, extra, user_id)
         if rows:
             await self._call("add_messages", session.id, rows)
         return _thread_obj(session)
@@ -363,7 +377,9 @@ class AsyncOpenAIAssistantAdapter:
 
     async def modify_thread(self, thread_id: str, *, metadata: dict[str, str] | None = None,
                             tool_resources: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Replace a thread's metadata and/or tool resources (``POST /v1/threads/{id}``); returns the ``Thread``.
+        """Replace a thread's metadata and/or tool resources (``POST /v1/threads/{id}``).
+
+        Returns the updated ``Thread``.
 
         Raises:
             NotFoundError: unknown thread. OpenAIValidationError: bad metadata.
@@ -412,8 +428,9 @@ class AsyncOpenAIAssistantAdapter:
         await self._session(thread_id)
         return _message_obj((await self._call("add_messages", thread_id, [row]))[0])
 
-    async def list_messages(self, thread_id: str, *, limit: int = 20, order: str = "desc", after: str | None = None,
-                            before: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+    async def list_messages(self, thread_id: str, *, limit: int = 20, order: str = "desc",
+                            after: str | None = None, before: str | None = None,
+                            run_id: str | None = None) -> dict[str, Any]:
         """One page of a thread's messages (``GET /v1/threads/{thread_id}/messages``).
 
         Args:
@@ -422,8 +439,8 @@ class AsyncOpenAIAssistantAdapter:
                 returns the ones nearest to it). run_id: only messages created by this run.
 
         Returns:
-            ``{object: "list", data, first_id, last_id, has_more}``; ``has_more``: more lie beyond the page in the
-            direction read.
+            ``{object: "list", data, first_id, last_id, has_more}``; ``has_more``: more lie beyond the page
+            in the direction read.
 
         Raises:
             NotFoundError: unknown thread or cursor. OpenAIValidationError: bad limit or order.
@@ -433,8 +450,8 @@ class AsyncOpenAIAssistantAdapter:
         def keep(m: Any) -> bool:
             return _thread_visible(m) and (run_id is None or _split(m.metadata)[1].get("run_id") == run_id)
 
-        page, more = await self._page(thread_id, limit=limit, order=order, after=after, before=before, keep=keep,
-                                      what="message")
+        page, more = await self._page(thread_id, limit=limit, order=order, after=after, before=before,
+                                      keep=keep, what="message")
         return _envelope([_message_obj(m) for m in page], more)
 
     async def retrieve_message(self, thread_id: str, message_id: str) -> dict[str, Any]:
@@ -448,7 +465,9 @@ class AsyncOpenAIAssistantAdapter:
 
     async def modify_message(self, thread_id: str, message_id: str, *,
                              metadata: dict[str, str] | None = None) -> dict[str, Any]:
-        """Replace a message's metadata (``POST /v1/threads/{id}/messages/{msg_id}``); returns the ``Message``.
+        """Replace a message's metadata (``POST /v1/threads/{id}/messages/{msg_id}``).
+
+        Returns the updated ``Message``.
 
         Raises:
             NotFoundError: unknown thread or message. OpenAIValidationError: bad metadata.
@@ -459,7 +478,8 @@ class AsyncOpenAIAssistantAdapter:
         if meta is None:
             return _message_obj(msg)
         _, extra = _split(msg.metadata)
-        return _message_obj(await self._call("update_message", thread_id, message_id, metadata=_join(meta, extra)))
+        msg = await self._call("update_message", thread_id, message_id, metadata=_join(meta, extra))
+        return _message_obj(msg)
 
     async def delete_message(self, thread_id: str, message_id: str) -> dict[str, Any]:
         """Delete a message (``DELETE /v1/threads/{id}/messages/{msg_id}``).
@@ -474,50 +494,46 @@ class AsyncOpenAIAssistantAdapter:
         await self._call("delete_message", thread_id, message_id)
         return {"id": message_id, "object": "thread.message.deleted", "deleted": True}
 
-    async def _find(self, query: str, top_k: int, **filters: Any) -> list[Any]:
-        try:
-            return await self._call("find", query, top_k=top_k, **filters)
-        except StorageError:  # core gap: no vector table until the first embedding lands; keywords still work
-            return await self._call("find", query, top_k=top_k, mode="fts", **filters)
-
-    async def retrieve_context(self, thread_id: str, query: str, top_k: int = 5, *, commit: bool = True,
+    async def retrieve_context(self, thread_id: str, query: str, top_k: int = 5, *, scope: str = "thread",
+                               commit: bool = True,
                                flush_timeout: float | None = 10.0) -> list[dict[str, Any]]:
-        """Find the context most relevant to ``query``: the thread's messages and its owner's memories.
-
-        AgentBase ``find`` runs scoped to the thread's session and, when the thread has an owner, to the owner's
-        memories across sessions; both result lists are merged by score.
+        """Find the context most relevant to ``query`` with AgentBase ``find`` (one call, comparable scores).
 
         Args:
             thread_id: the thread. query: the text to search for. top_k: results to return (1-100).
-            commit: first commit the thread's new messages (``commit_session``: idempotent, zero LLM calls) so that
-                they are searchable as turns and facts.
+            scope: ``"thread"``: the thread's session and its owner (``find(session_id=, user_id=)``): its
+                turns, facts and summary. ``"owner"``: everything of the thread's owner across sessions,
+                including memories stored by other adapters (as ``"thread"`` when the thread has no owner).
+            commit: first commit the thread's new messages (``commit_session``: idempotent, zero LLM calls)
+                so that they are searchable as turns and facts.
             flush_timeout: seconds to wait for new vectors after a commit (keyword search needs none).
 
         Returns:
-            Best first: ``{entry_id, source ("thread"/"memory"), category, role, message_id, content, score,
-            matched_by, created_at}``; ``message_id`` and ``role`` are set for turns of a thread message.
+            Best first: ``{entry_id, source ("thread" or "memory"), category, role, message_id, content,
+            score, matched_by, created_at}``; ``message_id``/``role`` are set for entries made from a thread
+            message.
 
         Raises:
-            NotFoundError: unknown thread. OpenAIValidationError: bad top_k.
+            NotFoundError: unknown thread. OpenAIValidationError: bad top_k or scope.
         """
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
-            raise OpenAIValidationError("Invalid 'top_k': must be an integer between 1 and 100.", "top_k")
+        _require(not isinstance(top_k, bool) and isinstance(top_k, int) and 1 <= top_k <= 100,
+                 "Invalid 'top_k': must be an integer between 1 and 100.", "top_k")
+        _require(scope in ("thread", "owner"), "Invalid 'scope': must be 'thread' or 'owner'.", "scope")
         session = await self._session(thread_id)
         if commit and (await self._call("commit_session", thread_id))["messages"]:
             await self._call("flush", timeout=flush_timeout)
-        owner = {"user_id": session.user_id} if session.user_id else {}
-        hits = [("thread", r) for r in await self._find(query, top_k, session_id=thread_id, **owner)]
-        if owner:
-            hits += [("memory", r) for r in await self._find(query, top_k, **owner)]
-        best: dict[str, dict[str, Any]] = {}
-        for source, r in hits:
-            e = r.entry
-            if e.id not in best or best[e.id]["score"] < r.score:
-                best[e.id] = {"entry_id": e.id, "source": "thread" if e.session_id == thread_id else source,
-                              "category": e.category, "role": e.metadata.get("role"),
-                              "message_id": e.metadata.get("message_id"), "content": r.text or e.content,
-                              "score": float(r.score), "matched_by": r.matched_by, "created_at": _ts(e.created_at)}
-        return sorted(best.values(), key=lambda h: -h["score"])[:top_k]
+        filters = {"user_id": session.user_id} if session.user_id else {}
+        if scope == "thread" or not filters:
+            filters["session_id"] = thread_id
+        try:
+            results = await self._call("find", query, top_k=top_k, **filters)
+        except StorageError:  # core gap: no vector table until the first embedding lands; keywords still work
+            results = await self._call("find", query, top_k=top_k, mode="fts", **filters)
+        return [{"entry_id": r.entry.id, "source": "thread" if r.entry.session_id == thread_id else "memory",
+                 "category": r.entry.category, "role": r.entry.metadata.get("role"),
+                 "message_id": r.entry.metadata.get("message_id"), "content": r.text or r.entry.content,
+                 "score": float(r.score), "matched_by": r.matched_by, "created_at": _ts(r.entry.created_at)}
+                for r in results]
 
     # ------------------------------------------------------------------------------------------ conversations
     async def create_conversation(self, items: list[dict[str, Any]] | None = None,
@@ -526,8 +542,8 @@ class AsyncOpenAIAssistantAdapter:
         """Create a conversation (``POST /v1/conversations``) with up to 20 initial items.
 
         Args:
-            items: ``message`` items (content a string or ``input_text``/``output_text`` parts), ``function_call``
-                or ``function_call_output`` items. metadata: up to 16 string pairs.
+            items: ``message`` items (content a string or ``input_text``/``output_text`` parts),
+                ``function_call`` or ``function_call_output`` items. metadata: up to 16 string pairs.
             user_id: the owner (as in :meth:`create_thread`).
 
         Returns:
@@ -562,7 +578,8 @@ class AsyncOpenAIAssistantAdapter:
             raise OpenAIValidationError("Missing required parameter: 'metadata'.", "metadata")
         session = await self._session(conversation_id, "conversation")
         _, extra = _split(session.metadata)
-        return _conversation_obj(await self._call("update_session", conversation_id, metadata=_join(meta, extra)))
+        session = await self._call("update_session", conversation_id, metadata=_join(meta, extra))
+        return _conversation_obj(session)
 
     async def delete_conversation(self, conversation_id: str) -> dict[str, Any]:
         """Delete a conversation and its items (``DELETE /v1/conversations/{id}``).
@@ -586,7 +603,8 @@ class AsyncOpenAIAssistantAdapter:
         """
         rows = _items_input(items, allow_empty=False)
         await self._session(conversation_id, "conversation")
-        return _envelope([_item_obj(m) for m in await self._call("add_messages", conversation_id, rows)], False)
+        added = await self._call("add_messages", conversation_id, rows)
+        return _envelope([_item_obj(m) for m in added], False)
 
     async def list_items(self, conversation_id: str, *, limit: int = 20, order: str = "desc",
                          after: str | None = None) -> dict[str, Any]:
@@ -630,8 +648,8 @@ class AsyncOpenAIAssistantAdapter:
 
 PUBLIC_METHODS = ("create_thread", "retrieve_thread", "modify_thread", "delete_thread", "create_message",
                   "list_messages", "retrieve_message", "modify_message", "delete_message", "retrieve_context",
-                  "create_conversation", "retrieve_conversation", "update_conversation", "delete_conversation",
-                  "create_items", "list_items", "retrieve_item", "delete_item")
+                  "create_conversation", "retrieve_conversation", "update_conversation",
+                  "delete_conversation", "create_items", "list_items", "retrieve_item", "delete_item")
 
 
 class OpenAIAssistantAdapter:

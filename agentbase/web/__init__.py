@@ -1,7 +1,8 @@
 """AgentBase over HTTP: the shared FastAPI app (``pip install 'agentbase[web]'``).
 
-``create_app(db, tokens=...)`` returns the ASGI app; ``agentbase serve`` runs it with uvicorn. FastAPI is imported
-on first use, so ``import agentbase.web`` works without the extra and names the pip command when it is missing.
+``create_app(db, tokens=...)`` returns the ASGI app; ``agentbase serve`` runs it with uvicorn. FastAPI is
+imported on first use, so ``import agentbase.web`` works without the extra and names the pip command when it
+is missing.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ def error_body(message: str, *, type: str = "invalid_request_error", param: str 
     """Build an OpenAI error body.
 
     Args:
-        message: human-readable text. type: OpenAI error type. param: the parameter at fault. code: short code.
+        message: human-readable text. type: OpenAI error type. param: the parameter at fault.
+        code: a short machine-readable code.
 
     Returns:
         ``{"error": {"message", "type", "param", "code"}}``.
@@ -44,7 +45,8 @@ def error_response(status: int, message: str, *, type: str | None = None, param:
 
     Args:
         status: HTTP status. message: human-readable text. type: OpenAI error type (default
-            ``invalid_request_error`` below 500, ``server_error`` from 500). param, code: as in :func:`error_body`.
+            ``invalid_request_error`` below 500, ``server_error`` from 500).
+        param, code: as in :func:`error_body`.
         headers: extra response headers.
 
     Returns:
@@ -107,8 +109,9 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     """Register the OpenAI-shaped handlers on ``app``.
 
-    400 for bad input (AgentBase ``ValidationError``/``ConfigError`` and request validation, which FastAPI would
-    report as 422), 404 for unknown ids and routes, 405 for wrong methods, 500 (generic text) for anything else.
+    400 for bad input (AgentBase ``ValidationError``/``ConfigError`` and request validation, which FastAPI
+    would report as 422), 404 for unknown ids and routes, 405 for wrong methods, 500 (generic text) for
+    anything else.
 
     Args:
         app: the FastAPI application.

@@ -1,9 +1,10 @@
 """OpenAI-compatible REST routes: ``/v1/threads…`` (Assistants v2) and ``/v1/conversations…``.
 
-Paths, methods and JSON follow the OpenAI API as used by SDK 3.57, so ``OpenAI(base_url="http://host:port/v1")``
-works unchanged. The work is done by :class:`~agentbase.adapters.openai_assistants.AsyncOpenAIAssistantAdapter`,
-found on ``request.app.state.openai_adapter`` (set by :func:`agentbase.web.app.create_app`). The ``OpenAI-Beta``
-header is accepted and ignored. Runs are not implemented: every ``/runs`` route answers 501 in OpenAI's error shape
+Paths, methods and JSON follow the OpenAI API as used by SDK 3.57, so
+``OpenAI(base_url="http://host:port/v1")`` works unchanged. The work is done by
+:class:`~agentbase.adapters.openai_assistants.AsyncOpenAIAssistantAdapter`, found on
+``request.app.state.openai_adapter`` (set by :func:`agentbase.web.app.create_app`). The ``OpenAI-Beta`` header
+is accepted and ignored. Runs are not implemented: every ``/runs`` route answers 501 in OpenAI's error shape
 (with ``x-should-retry: false`` so SDK clients do not retry).
 """
 
@@ -22,8 +23,9 @@ __all__ = ["get_adapter", "router"]
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 
-_RUNS_MESSAGE = ("Runs are not implemented by AgentBase: it stores threads and messages (memory), it does not run "
-                 "assistants. Run your model yourself and append its reply with POST /v1/threads/{thread_id}/messages.")
+_RUNS_MESSAGE = ("Runs are not implemented by AgentBase: it stores threads and messages (memory), it does "
+                 "not run assistants. Run your model yourself and append its reply with "
+                 "POST /v1/threads/{thread_id}/messages.")
 
 
 class _Body(BaseModel):
@@ -129,7 +131,8 @@ async def retrieve_thread(request: Request, thread_id: str) -> dict[str, Any]:
 
 
 @router.post("/threads/{thread_id}")
-async def modify_thread(request: Request, thread_id: str, body: ThreadModify | None = Body(None)) -> dict[str, Any]:
+async def modify_thread(request: Request, thread_id: str,
+                        body: ThreadModify | None = Body(None)) -> dict[str, Any]:
     """Replace a thread's metadata / tool resources (``client.beta.threads.update``).
 
     Returns:
@@ -230,7 +233,8 @@ async def retrieve_conversation(request: Request, conversation_id: str) -> dict[
 
 
 @router.post("/conversations/{conversation_id}")
-async def update_conversation(request: Request, conversation_id: str, body: ConversationUpdate) -> dict[str, Any]:
+async def update_conversation(request: Request, conversation_id: str,
+                              body: ConversationUpdate) -> dict[str, Any]:
     """Replace a conversation's metadata (``client.conversations.update``).
 
     Returns:
@@ -261,8 +265,9 @@ async def create_items(request: Request, conversation_id: str, body: ItemsCreate
 
 
 @router.get("/conversations/{conversation_id}/items")
-async def list_items(request: Request, conversation_id: str, limit: int = Query(20), order: str = Query("desc"),
-                     after: str | None = Query(None), include: list[str] | None = Query(None)) -> dict[str, Any]:
+async def list_items(request: Request, conversation_id: str, limit: int = Query(20),
+                     order: str = Query("desc"), after: str | None = Query(None),
+                     include: list[str] | None = Query(None)) -> dict[str, Any]:
     """List a conversation's items with cursor pagination (``client.conversations.items.list``).
 
     Returns:
