@@ -20,18 +20,17 @@ taking ``conn`` run inside an open write transaction.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ._graph_rules import GATE, RelationMention, extract_relation_mentions, normalize_predicate
 from .errors import ValidationError
 from .models import utcnow
-from .ner import NON_TAG_LABELS, TAG_PREFIX, Entity, tag_for
+from .ner import TAG_PREFIX, Entity, tag_for
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_text
 
@@ -54,104 +53,6 @@ FUNCTIONAL_PREDICATES: frozenset[str] = frozenset({
 })
 EXTRACTED_CONFIDENCE = 0.8  # rule-based relations; explicit add_relation defaults to 1.0
 MAX_DEPTH = 5
-_PRED = re.compile(r"^[a-z0-9][a-z0-9_]{0,63}$")
-
-# ----------------------------------------------------------------------------------------------- extraction
-_AUX = r"(?:['’](?:m|s|ve|re)|\s+(?:am|is|are|was|were|has|have|had|also|now))?(?:\s+been)?"
-_ADV = r"(?:(?:now|currently|recently|just|also|still|finally|officially|already|since)\s+)?"
-_ART = r"(?:(?:the|a|an)\s+)?"
-# (verb phrase, predicate); a predicate starting with "!" ends the open relation instead of adding one.
-_VERBS: list[tuple[str, str]] = [
-    (r"(?:work|works|working)\s+(?:at|for)|joined|(?:started|starting)\s+(?:working\s+|a\s+(?:new\s+)?job\s+)?at"
-     r"|got\s+a\s+(?:new\s+)?job\s+(?:at|with)|(?:got\s+)?hired\s+(?:at|by)|employed\s+(?:at|by)", "works_at"),
-    (r"(?:live|lives|living)\s+in|(?:moved|relocated)\s+(?:back\s+)?to|based\s+in", "lives_in"),
-    (r"worked\s+(?:at|for)", "worked_at"),
-    (r"lived\s+in", "lived_in"),
-    (r"(?:come|comes|coming)\s+from|from|born\s+in", "comes_from"),
-    (r"married\s+to|married", "married_to"),
-    (r"(?:study|studies|studying|studied)\s+at|graduated\s+from|attends|attended", "studied_at"),
-    (r"left|quit|resigned\s+from|retired\s+from|stopped\s+working\s+(?:at|for)", "!works_at"),
-    (r"moved\s+(?:out\s+of|away\s+from)", "!lives_in"),
-]
-_BETWEEN = [(re.compile(rf"{_AUX}\s+{_ADV}(?:{verb})\s+{_ART}", re.I), pred) for verb, pred in _VERBS]
-# Perfect tense of the past forms means the state still holds ("I have lived in Oslo for years").
-_PERFECT = re.compile(r"(?:['’]ve|\s+(?:has|have))\s", re.I)
-_MY = re.compile(r"\b[Mm]y\s+((?:[a-z]+\s+){0,2}?[a-z]+)\s+is\s+(?:called\s+|named\s+)?$")
-_MY_SKIP = {"name", "favorite", "favourite", "birthday", "age", "goal", "dream", "job", "plan", "idea"}
-_PRONOUN = re.compile(r"\bI\b")
-_GATE = re.compile(r"work|join|start|hired|employ|live|living|moved|relocat|based|from|born|married|stud|"
-                   r"graduat|attend|left|quit|resign|retire|\bmy\s", re.I)
-
-
-@dataclass(frozen=True, slots=True)
-class RelationMention:
-    """One relation found in text, before entity resolution.
-
-    Attributes:
-        subject, object: entity surface names. subject_type, object_type: NER labels or None.
-        predicate: normalised predicate such as ``works_at``.
-        ends: True when the text ends the relation ("Alice left Acme") instead of starting it.
-    """
-
-    subject: str
-    subject_type: str | None
-    predicate: str
-    object: str
-    object_type: str | None
-    ends: bool = False
-
-
-def extract_relation_mentions(text: str, entities: Sequence[Entity], *, speaker: str | None = None,
-                              max_chars: int = 2000) -> list[RelationMention]:
-    """Find subject-verb-object relations between named entities of ``text`` (no LLM; about 10 us per clause).
-
-    A subject is a named entity or the pronoun "I" (resolved to ``speaker``; skipped when ``speaker`` is None);
-    the object is the next named entity; the words between them must be one of the verb patterns exactly (so
-    "Alice said Bob works at Acme" relates Bob, not Alice). "my X is Y" relates the speaker to Y with predicate X.
-
-    Args:
-        text: the message or memory text.
-        entities: NER output for ``text`` (offsets into it); dates, times and amounts are ignored.
-        speaker: who "I" and "my" refer to (a speaker name or user id).
-        max_chars: only entities starting within this many characters are used.
-
-    Returns:
-        Mentions in text order, e.g. ``RelationMention("Alice", "PERSON", "works_at", "Acme", "ORG")``.
-    """
-    if not text or not _GATE.search(text[:max_chars]):
-        return []
-    named = [e for e in entities if e.label not in NON_TAG_LABELS and e.start < max_chars
-             and any(ch.isalpha() for ch in e.text)]
-    subjects: list[tuple[int, int, str, str | None]] = [(e.start, e.end, e.text, e.label) for e in named]
-    if speaker:
-        taken = [(e.start, e.end) for e in named]
-        subjects += [(m.start(), m.end(), speaker, "PERSON") for m in _PRONOUN.finditer(text[:max_chars])
-                     if not any(s <= m.start() < e for s, e in taken)]
-    subjects.sort()
-    out: list[RelationMention] = []
-    for obj in named:
-        before = [s for s in subjects if s[1] <= obj.start]
-        if before:
-            s_start, s_end, s_name, s_type = before[-1]
-            between = text[s_end:obj.start]
-            for rx, pred in _BETWEEN:
-                if rx.fullmatch(between):
-                    if pred in ("worked_at", "lived_in") and _PERFECT.match(between):
-                        pred = "works_at" if pred == "worked_at" else "lives_in"
-                    ends = pred.startswith("!")
-                    out.append(RelationMention(s_name, s_type, pred.lstrip("!"), obj.text, obj.label, ends))
-                    break
-            else:
-                s_start = -1
-            if s_start >= 0:
-                continue
-        if speaker:
-            m = _MY.search(text[max(0, obj.start - 60):obj.start])
-            if m and not (set(m.group(1).split()) & _MY_SKIP):
-                out.append(RelationMention(speaker, "PERSON", normalize_predicate(m.group(1)), obj.text,
-                                           obj.label))
-    return out
-
 
 # ------------------------------------------------------------------------------------------------ models
 class GraphEntity(BaseModel):
@@ -212,20 +113,6 @@ def normalize_name(name: str) -> str:
     return tag_for(name)[len(TAG_PREFIX):].replace("_", " ").casefold()
 
 
-def normalize_predicate(predicate: str) -> str:
-    """``"Works At"`` -> ``"works_at"``.
-
-    Raises:
-        ValidationError: empty or with characters outside ``[a-z0-9_]`` after normalisation, or over 64 chars.
-    """
-    if not isinstance(predicate, str):
-        raise ValidationError("predicate must be a string")
-    p = re.sub(r"[\s\-]+", "_", predicate.strip().casefold())
-    if not _PRED.match(p):
-        raise ValidationError(f"predicate {predicate!r} must be 1-64 characters of letters, digits and underscores")
-    return p
-
-
 def _clean_name(name: str, what: str = "entity name") -> str:
     check_text(name, what)
     clean = " ".join(name.split())
@@ -282,7 +169,7 @@ async def upsert_entity(conn: Any, name: str, type: str | None = None, aliases: 
     if not found:
         eid = str(uuid.uuid4())
         await conn.execute("INSERT INTO entities(id, name, norm_name, type, aliases, created_at) VALUES (?,?,?,?,?,?)",
-                           (eid, name, f"{normalize_name(name)}#{eid}", type, "[]", now))
+                           (eid, name, normalize_name(name), type, "[]", now))
         found = [eid]
     keep = found[0]
     row = await (await conn.execute("SELECT name, type, aliases FROM entities WHERE id = ?", (keep,))).fetchone()
@@ -323,20 +210,30 @@ async def store_relation(conn: Any, subject_id: str, predicate: str, object_id: 
     """
     functional = predicate in FUNCTIONAL_PREDICATES if functional is None else functional
     same = await (await conn.execute(
-        "SELECT id, valid_from, valid_to FROM relations WHERE subject_id = ? AND predicate = ? AND object_id = ? "
-        "AND (valid_to IS NULL OR valid_to > ?) AND (valid_from IS NULL OR valid_from <= ? OR valid_to IS NULL) "
-        "ORDER BY valid_from LIMIT 1", (subject_id, predicate, object_id, valid_from, valid_from))).fetchone()
-    if same is not None and (same[1] is None or same[1] <= valid_from or not functional or
-                             await _no_state_between(conn, subject_id, predicate, valid_from, same[1])):
-        await conn.execute("UPDATE relations SET confidence = MAX(confidence, ?), valid_from = "
-                           "CASE WHEN valid_from IS NULL OR valid_from <= ? THEN valid_from ELSE ? END WHERE id = ?",
-                           (confidence, valid_from, valid_from, same[0]))
+        "SELECT id FROM relations WHERE subject_id = ? AND predicate = ? AND object_id = ? "
+        "AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?) LIMIT 1",
+        (subject_id, predicate, object_id, valid_from, valid_from))).fetchone()
+    if same is not None:
+        await conn.execute("UPDATE relations SET confidence = MAX(confidence, ?) WHERE id = ?",
+                           (float(confidence), same[0]))
         return same[0], False
+    # The same fact known to hold from a later time: it started earlier (unless another state came between).
+    later = await (await conn.execute(
+        "SELECT id, valid_from FROM relations WHERE subject_id = ? AND predicate = ? AND object_id = ? "
+        "AND valid_from > ? ORDER BY valid_from LIMIT 1", (subject_id, predicate, object_id, valid_from))).fetchone()
+    if later is not None and functional and not await _no_state_between(conn, subject_id, predicate, valid_from,
+                                                                         later[1]):
+        later = None
     if functional:
         await conn.execute(
             "UPDATE relations SET valid_to = ? WHERE subject_id = ? AND predicate = ? AND object_id != ? "
             "AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)",
             (valid_from, subject_id, predicate, object_id, valid_from, valid_from))
+    if later is not None:
+        await conn.execute("UPDATE relations SET valid_from = ?, confidence = MAX(confidence, ?) WHERE id = ?",
+                           (valid_from, float(confidence), later[0]))
+        return later[0], False
+    if functional:
         nxt = await (await conn.execute(
             "SELECT MIN(valid_from) FROM relations WHERE subject_id = ? AND predicate = ? AND valid_from > ?",
             (subject_id, predicate, valid_from))).fetchone()
@@ -379,7 +276,7 @@ async def ingest_text(conn: Any, text: str, entities: Sequence[Entity] | None, *
     Returns:
         Number of relations created or ended.
     """
-    if not text or not _GATE.search(text[:max_chars]):
+    if not text or not GATE.search(text[:max_chars]):
         return 0
     if entities is None:
         entities = extractor.extract(text[:max_chars]) if extractor is not None else []

@@ -295,6 +295,8 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
                     outcome, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, embed, now)
                     result[outcome] += 1
                     links.append((session_id, eid, "fact", msg.seq))
+        from .graph import ingest_session_relations  # temporal graph relations from the committed turns
+        await ingest_session_relations(ab, conn, session, turns, entity_lists, links)
         summary_id = await _store_summary(ab, conn, session, owners, embed)
         if summary_id:
             links.append((session_id, summary_id, "summary", None))

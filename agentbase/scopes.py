@@ -1,0 +1,187 @@
+"""Multi-agent scopes: who may see an entry, and which sibling agents are working right now.
+
+Visibility (ARCHITECTURE.md section 2): an entry's ``scope`` names the owner id that must match the viewer.
+
+==========  ============================================================
+scope       visible to a viewer ...
+==========  ============================================================
+global      always
+agent       whose ``agent_id`` equals the entry's ``agent_id``
+project     whose ``project_id`` equals the entry's ``project_id``
+session     whose ``session_id`` equals the entry's ``session_id``
+==========  ============================================================
+
+A viewer that passes ``user_id`` additionally never sees entries owned by another user (entries without a
+``user_id`` stay visible). An entry scoped to an owner kind whose id is missing on the entry (``scope='agent'``,
+``agent_id`` NULL) is visible to nobody but unfiltered queries.
+
+:func:`visible_to` turns a viewer into keyword filters accepted by ``find``, ``list``, ``count`` and
+``delete_all``; the clause is applied inside the candidate SQL of every leg (FTS5, vector KNN), so a top-k is never
+cut before isolation::
+
+    results = await db.find("deploy steps", **visible_to(agent_id="planner", project_id="acme"))
+
+Heartbeats: an agent working in a session calls ``heartbeat(session_id, agent_id, task)`` every few seconds;
+``active_sessions(project_id)`` lists the sessions whose last heartbeat is younger than ``stale_after_s``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .errors import ValidationError
+from .models import utcnow
+from .timeutil import from_db_time, parse_time, to_db_time
+from .validation import check_id, check_text
+
+__all__ = ["VIEWER_KEYS", "ActiveSession", "visibility_clause", "visible_to"]
+
+VIEWER_KEYS = ("user_id", "agent_id", "project_id", "session_id")
+_SCOPED = (("agent", "agent_id"), ("project", "project_id"), ("session", "session_id"))
+
+
+def visibility_clause(viewer: dict[str, Any], alias: str = "e") -> tuple[str, list[Any]]:
+    """SQL boolean expression over ``entries AS alias`` that keeps what ``viewer`` may see.
+
+    Args:
+        viewer: any of ``user_id``, ``agent_id``, ``project_id``, ``session_id`` (None values are ignored).
+        alias: the entries table alias used by the query.
+
+    Returns:
+        ``(sql, params)``; values are bound parameters.
+
+    Raises:
+        ValidationError: an unknown key or a malformed id.
+    """
+    if not isinstance(viewer, dict):
+        raise ValidationError("visible_to must be a dict of owner ids")
+    unknown = set(viewer) - set(VIEWER_KEYS)
+    if unknown:
+        raise ValidationError(f"unknown visible_to keys {sorted(unknown)}; use {list(VIEWER_KEYS)}")
+    if not alias.isidentifier():
+        raise ValidationError("alias must be an identifier")
+    a = alias
+    ors = [f"{a}.scope = 'global'"]
+    params: list[Any] = []
+    for scope, key in _SCOPED:
+        value = viewer.get(key)
+        if value is not None:
+            ors.append(f"({a}.scope = '{scope}' AND {a}.{key} = ?)")
+            params.append(check_id(value, key))
+    sql = "(" + " OR ".join(ors) + ")"
+    if viewer.get("user_id") is not None:
+        sql += f" AND ({a}.user_id IS NULL OR {a}.user_id = ?)"
+        params.append(check_id(viewer["user_id"], "user_id"))
+    return sql, params
+
+
+def visible_to(user_id: str | None = None, agent_id: str | None = None, project_id: str | None = None,
+               session_id: str | None = None) -> dict[str, Any]:
+    """Keyword filters that restrict ``find``/``list``/``count`` to what one viewer may see.
+
+    Args:
+        user_id, agent_id, project_id, session_id: the viewer's ids (see the table in the module docstring).
+
+    Returns:
+        ``{"extra": [(sql, params)]}`` for :class:`~agentbase.retrieval.filters.Filters`; spread it into the
+        call: ``db.find(q, **visible_to(agent_id="a1"))``.
+
+    Raises:
+        ValidationError: a malformed id.
+    """
+    viewer = {"user_id": user_id, "agent_id": agent_id, "project_id": project_id, "session_id": session_id}
+    return {"extra": [visibility_clause(viewer)]}
+
+
+class ActiveSession(BaseModel):
+    """A session with a recent heartbeat: who works in it, on what, and when it was last seen (UTC)."""
+
+    session_id: str
+    agent_id: str | None = None
+    project_id: str | None = None
+    task: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime
+    last_seen_at: datetime
+    age_s: float = 0.0
+
+
+def _row(row: tuple, now: datetime) -> ActiveSession:
+    last = from_db_time(row[6])
+    return ActiveSession(session_id=row[0], agent_id=row[1], project_id=row[2], task=row[3],
+                         metadata=json.loads(row[4]), started_at=from_db_time(row[5]), last_seen_at=last,
+                         age_s=max(0.0, (now - last).total_seconds()))
+
+
+_COLS = "session_id, agent_id, project_id, task, metadata, started_at, last_seen_at"
+
+
+async def heartbeat(ab: Any, session_id: str, agent_id: str | None, task: str | None, *, project_id: str | None,
+                    metadata: dict[str, Any] | None, now: Any) -> ActiveSession:
+    """See :meth:`AgentBase.heartbeat`."""
+    check_id(session_id, "session_id")
+    for key, value in (("agent_id", agent_id), ("project_id", project_id)):
+        if value is not None:
+            check_id(value, key)
+    if task is not None:
+        check_text(task, "task", allow_empty=True)
+        if len(task) > 2000:
+            raise ValidationError("task must be at most 2000 characters")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValidationError("metadata must be a dict")
+    try:
+        meta = json.dumps(metadata, ensure_ascii=False) if metadata is not None else None
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+    when = parse_time(now) or utcnow()
+    stamp = to_db_time(when)
+    db = await ab._open()
+    async with db.transaction() as conn:
+        if project_id is None or agent_id is None:
+            srow = await (await conn.execute("SELECT agent_id, project_id FROM sessions WHERE id = ?",
+                                             (session_id,))).fetchone()
+            if srow is not None:
+                agent_id = agent_id or srow[0]
+                project_id = project_id or srow[1]
+        await conn.execute(
+            f"INSERT INTO agent_heartbeats({_COLS}) VALUES (?, ?, ?, ?, COALESCE(?, '{{}}'), ?, ?) "
+            "ON CONFLICT(session_id) DO UPDATE SET agent_id = COALESCE(excluded.agent_id, agent_id), "
+            "project_id = COALESCE(excluded.project_id, project_id), task = COALESCE(?, task), "
+            "metadata = COALESCE(?, metadata), last_seen_at = excluded.last_seen_at",
+            (session_id, agent_id, project_id, task, meta, stamp, stamp, task, meta))
+        row = await (await conn.execute(f"SELECT {_COLS} FROM agent_heartbeats WHERE session_id = ?",
+                                        (session_id,))).fetchone()
+    return _row(row, when)
+
+
+async def active_sessions(ab: Any, *, project_id: str | None, stale_after_s: float, exclude_session_id: str | None,
+                          now: Any) -> list[ActiveSession]:
+    """See :meth:`AgentBase.active_sessions`."""
+    if isinstance(stale_after_s, bool) or not isinstance(stale_after_s, (int, float)) or stale_after_s <= 0:
+        raise ValidationError("stale_after_s must be a positive number of seconds")
+    when = parse_time(now) or utcnow()
+    cutoff = to_db_time(when.timestamp() - float(stale_after_s))
+    sql = f"SELECT {_COLS} FROM agent_heartbeats WHERE last_seen_at >= ?"
+    params: list[Any] = [cutoff]
+    if project_id is not None:
+        sql += " AND project_id = ?"
+        params.append(check_id(project_id, "project_id"))
+    if exclude_session_id is not None:
+        sql += " AND session_id != ?"
+        params.append(check_id(exclude_session_id, "exclude_session_id"))
+    db = await ab._open()
+    rows = await db.fetchall(sql + " ORDER BY last_seen_at DESC", params)
+    return [_row(r, when) for r in rows]
+
+
+async def end_heartbeat(ab: Any, session_id: str) -> bool:
+    """See :meth:`AgentBase.end_heartbeat`."""
+    db = await ab._open()
+    async with db.transaction() as conn:
+        cur = await conn.execute("DELETE FROM agent_heartbeats WHERE session_id = ?",
+                                 (check_id(session_id, "session_id"),))
+    return cur.rowcount > 0
