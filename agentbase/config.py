@@ -47,7 +47,6 @@ class IngestSettings(BaseModel):
 
     near_duplicate_threshold: float = 0.9  # Jaccard similarity of word shingles that counts as the same fact
     confidence_step: float = 0.1  # added to confidence when a fact is repeated (capped at 1.0)
-    llm: bool = False  # LLM summaries are opt-in
     # Turn entries of these roles get vectors; other turns (typically long assistant replies) are keyword-indexed
     # only. Embedding cost grows with text length, and the LongMemEval paper finds user-side keys retrieve best.
     embed_roles: list[str] = Field(default_factory=lambda: ["user"])
