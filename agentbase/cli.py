@@ -336,5 +336,141 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
         ab.sync.close()
 
 
+# ---------------------------------------------------------------- skills, lifecycle, archives, graph (issue 6)
+skill_app = typer.Typer(help="Skills (SKILL.md folders).", no_args_is_help=True)
+graph_app = typer.Typer(help="The temporal entity graph.", no_args_is_help=True)
+app.add_typer(skill_app, name="skill")
+app.add_typer(graph_app, name="graph")
+
+
+@skill_app.command("import")
+def skill_import(directory: Path, db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                 project_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
+    """Import a skill folder with SKILL.md at its root (refused whole on symlinks, non-UTF-8, limits...)."""
+    async def go() -> Any:
+        async with _db(db) as ab:
+            e = await ab.import_skill_dir(directory, user_id=user_id, agent_id=agent_id, project_id=project_id)
+            files = await ab.get_skill_files(e.id)
+            await ab.flush(timeout=60)
+            return e, files
+    e, files = _run(go())
+    if as_json:
+        _out({"skill": _dump(e), "files": sorted(files)}, True)
+    else:
+        console.print(f"imported skill {e.name!r} ({len(files)} files) as {e.id}")
+
+
+@app.command()
+def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="Run a decay pass."),
+           threshold: float = typer.Option(0.05, help="Strength below which memories are archived (0..1)."),
+           purge: bool = typer.Option(False, "--purge", help="Delete instead of archive."),
+           tau0_days: float = typer.Option(30.0, help="Decay time constant of an unrecalled memory, days."),
+           as_json: bool = JsonOpt) -> None:
+    """Forget weak memories: strength exp(-age / (tau0 * 1.5^recalls)) below THRESHOLD is archived or purged."""
+    if not decay:
+        err.print("nothing to do: pass --decay to run a decay pass")
+        raise typer.Exit(2)
+
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.decay_pass(threshold, purge=purge, tau0_days=tau0_days)
+    out = _run(go())
+    if as_json:
+        _out(out, True)
+    else:
+        verb = "deleted" if purge else "archived"
+        console.print(f"scanned {out['scanned']}, {verb} {len(out['deleted'] if purge else out['archived'])}")
+
+
+@app.command()
+def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", help="Keep the newest N backups."),
+           directory: Optional[Path] = typer.Option(None, "--dir", help="Backup folder (default: <db>.backups)."),
+           as_json: bool = JsonOpt) -> None:
+    """Copy the database with SQLite's online backup API to a timestamped file."""
+    dest = directory or Path(f"{db}.backups")
+
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.backup(dest, keep=keep)
+    out = _run(go())
+    _out(out, True) if as_json else console.print(f"backup written to {out['path']} ({out['size_bytes']} bytes)")
+
+
+@app.command("export")
+def export_cmd(file: Path, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Export everything (entries, history, sessions, graph, skills) to a portable tar archive."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.export_archive(file)
+    out = _run(go())
+    _out(out, True) if as_json else console.print(f"exported to {out['path']}: {out['counts']}")
+
+
+@app.command("import-archive")
+def import_archive_cmd(file: Path, db: str = DbOpt, max_bytes: int = typer.Option(1 << 30, help="Size limit."),
+                       embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
+    """Merge an archive into the database (refused whole if unsafe, corrupt or too new); re-embeds entries."""
+    async def go() -> Any:
+        async with _db(db, embedder) as ab:
+            return await ab.import_archive(file, max_bytes=max_bytes)
+    _out(_run(go()), as_json)
+
+
+@graph_app.command("facts")
+def graph_facts(entity: str, db: str = DbOpt, as_of: Optional[str] = typer.Option(None, "--as-of",
+                                                                                 help="UTC date/time."),
+                as_json: bool = JsonOpt) -> None:
+    """Relations of ENTITY valid at --as-of (default now)."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.facts(entity, as_of=as_of)
+    rels = _run(go())
+    if as_json:
+        _out([_dump(r) for r in rels], True)
+        return
+    table = Table("subject", "predicate", "object", "valid_from", "valid_to", "confidence")
+    for r in rels:
+        table.add_row(r.subject, r.predicate, r.object, str(r.valid_from or ""), str(r.valid_to or ""),
+                      f"{r.confidence:.2f}")
+    console.print(table)
+
+
+@graph_app.command("timeline")
+def graph_timeline(entity: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+    """Every relation of ENTITY, open and closed, by valid_from."""
+    async def go() -> Any:
+        async with _db(db, "none") as ab:
+            return await ab.timeline(entity)
+    rels = _run(go())
+    if as_json:
+        _out([_dump(r) for r in rels], True)
+        return
+    for r in rels:
+        console.print(f"{r.valid_from or '?'} .. {r.valid_to or 'now'}  {r.subject} {r.predicate} {r.object}")
+
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def mcp(ctx: typer.Context) -> None:
+    """Serve the database over MCP (stdio; --http for streamable HTTP). Same options as `agentbase-mcp`."""
+    try:
+        from .mcp import main as mcp_main
+    except ImportError:
+        err.print("[red]error:[/red] the mcp extra is missing; run: pip install 'agentbase[mcp]'")
+        raise typer.Exit(2) from None
+    raise typer.Exit(mcp_main(list(ctx.args)))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def web(ctx: typer.Context) -> None:
+    """Serve the dashboard: `agentbase web DB [PORT] [--host H]`. Same options as `agentbase-web`."""
+    try:
+        from .web.dashboard import main as web_main
+    except ImportError:
+        err.print("[red]error:[/red] the web extra is missing; run: pip install 'agentbase[web]'")
+        raise typer.Exit(2) from None
+    raise typer.Exit(web_main(list(ctx.args)))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,8 +1,8 @@
 """The shared ASGI application: one FastAPI app, routers plugged in by feature.
 
-:func:`create_app` wires the database, OpenAI-shaped error handling, optional bearer-token auth and the routers.
-Today that is the OpenAI-compatible router (``/v1/threads``, ``/v1/conversations``); other routers (``/api/v1``, a
-dashboard) are added the same way with ``app.include_router``.
+:func:`create_app` wires the database, OpenAI-shaped error handling, optional bearer-token auth and the
+routers (the OpenAI-compatible ``/v1/threads`` and ``/v1/conversations``, and the others), each added with
+``app.include_router``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from typing import Any, AsyncIterator, Iterable
 from fastapi import FastAPI
 
 from ..adapters.openai_assistants import AsyncOpenAIAssistantAdapter
+from .api_observability import router as api_observability_router
+from .api_routes import router as api_router
+from .dashboard import router as dashboard_router
 from .errors import error_body, install_error_handlers
 from .openai_routes import router as openai_router
 
@@ -22,10 +25,10 @@ __all__ = ["BearerAuthMiddleware", "create_app"]
 
 
 class BearerAuthMiddleware:
-    """Pure ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` for a known token.
+    """Pure ASGI middleware: every HTTP request must carry ``Authorization: Bearer <a known token>``.
 
-    Other requests get 401 in OpenAI's error shape (``code: "invalid_api_key"``). Tokens are compared in constant
-    time.
+    Other requests get 401 in OpenAI's error shape (``code: "invalid_api_key"``). Tokens are compared in
+    constant time.
 
     Args:
         app: the wrapped ASGI app.
@@ -65,14 +68,15 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
     """Build the AgentBase web application.
 
     Args:
-        db: an :class:`~agentbase.engine.AgentBase`, a :class:`~agentbase.sync.SyncAgentBase`, or a database path
-            (then the app opens it and closes it on shutdown).
+        db: an :class:`~agentbase.engine.AgentBase`, a :class:`~agentbase.sync.SyncAgentBase`, or a database
+            path (then the app opens it and closes it on shutdown).
         tokens: bearer tokens; when non-empty every request must send ``Authorization: Bearer <one of them>``
             or gets 401. None or empty: no authentication (bind to loopback only).
         title: the OpenAPI title.
 
     Returns:
-        The FastAPI app, with ``app.state.agentbase`` (the :class:`AgentBase`) and ``app.state.openai_adapter``.
+        The FastAPI app, with ``app.state.agentbase`` (the :class:`AgentBase`) and
+        ``app.state.openai_adapter``.
 
     Example:
         >>> import uvicorn                                                   # doctest: +SKIP
@@ -87,6 +91,7 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        """Close the database on shutdown when the app opened it from a path."""
         yield
         if owned:
             await aio.close()
@@ -97,7 +102,16 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
     app.state.openai_adapter = AsyncOpenAIAssistantAdapter(aio)
     install_error_handlers(app)
     app.include_router(openai_router)
+    app.include_router(api_router)
+    app.include_router(api_observability_router)
+    app.include_router(dashboard_router)
     accepted = [t for t in (tokens or []) if t]
+    try:  # MCP over streamable HTTP at /mcp when the mcp extra is installed
+        from ..mcp import mcp_asgi_app
+
+        app.add_route("/mcp", mcp_asgi_app(aio, tokens=accepted), include_in_schema=False)
+    except ImportError:
+        pass
     if accepted:
         app.add_middleware(BearerAuthMiddleware, tokens=accepted)
     return app
