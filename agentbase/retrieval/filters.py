@@ -9,10 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
-from ..timeutil import to_db_time
+from ..timeutil import parse_time, to_db_time
+from ..validation import check_id, check_tags
 
-__all__ = ["Filters"]
+__all__ = ["OWNER_KEYS", "Filters", "filters_from_kwargs"]
 
+OWNER_KEYS = ("user_id", "agent_id", "project_id", "session_id")
 _META_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -102,3 +104,26 @@ class Filters:
             clauses.append(sql)
             params.extend(extra_params)
         return (" AND ".join(clauses) or "1"), params
+
+
+def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
+    """Validate keyword filters (owner ids, tags, metadata, dates) into a :class:`Filters`.
+
+    Raises:
+        ValidationError: an unknown filter name or a bad value.
+    """
+    try:
+        f = Filters(**filters)
+    except TypeError as exc:
+        raise ValidationError(f"unknown filter: {exc}") from None
+    for key in OWNER_KEYS:
+        value = getattr(f, key)
+        if value is not None:
+            check_id(value, key)
+    if f.tags is not None:
+        f.tags = check_tags(f.tags)
+    if f.metadata is not None and not isinstance(f.metadata, dict):
+        raise ValidationError("metadata filter must be a dict")
+    f.date_from = parse_time(f.date_from)
+    f.date_to = parse_time(f.date_to)
+    return f

@@ -96,8 +96,10 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
         if owned:
             await aio.close()
 
-    app = FastAPI(title=title, version=_version(), lifespan=lifespan,
-                  description="AgentBase over HTTP: OpenAI-compatible Threads and Conversations at /v1.")
+    # No /docs or /redoc pages: FastAPI's defaults load Swagger UI from a CDN; the schema is at /openapi.json.
+    app = FastAPI(title=title, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="AgentBase over HTTP: the JSON API at /api/v1, OpenAI-compatible Threads and "
+                              "Conversations at /v1, MCP at /mcp and the dashboard at /dashboard.")
     app.state.agentbase = aio
     app.state.openai_adapter = AsyncOpenAIAssistantAdapter(aio)
     install_error_handlers(app)

@@ -1,0 +1,384 @@
+"""Entry methods: add, get, update, delete, list, history, resources and skills."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from .._loop import bridged
+from ..errors import NotFoundError, ValidationError
+from ..ingest.dedup import content_hash
+from ..ingest.tiers import l0_abstract, l1_overview
+from ..models import ContextType, Entry, HistoryEvent, Scope, utcnow
+from ..ner import entity_tags
+from ..retrieval.filters import OWNER_KEYS, Filters
+from ..retrieval.filters import filters_from_kwargs as _filters
+from ..storage.entries import (
+    ENTRY_COLUMNS,
+    delete_entry_row,
+    insert_entry,
+    row_to_entry,
+    row_to_history,
+    update_entry_row,
+)
+from ..timeutil import parse_time, to_db_time
+from ..validation import check_id, check_limit, check_tags, check_text
+
+__all__ = ["EntriesAPI"]
+
+
+class EntriesAPI:
+    """Methods mixed into :class:`~agentbase.engine.AgentBase`; see its docstring for construction."""
+
+    # ------------------------------------------------------------------ entries
+    def _embed_enabled(self) -> bool:
+        return self.embedder is not None and self.vector_error is None
+
+    def _notify(self) -> None:
+        if self.worker is not None:
+            self.worker.notify()
+
+    def _tags_for(self, text: str, tags: list[str]) -> list[str]:
+        ner = entity_tags(self.extractor.extract(text)) if self.extractor is not None else []
+        return list(dict.fromkeys([*tags, *ner]))
+
+    async def _find_duplicate(self, text_hash: str, context_type: str, owners: dict[str, Any]) -> Entry | None:
+        db = await self._open()
+        sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND context_type = ? AND status='active'"
+        params: list[Any] = [text_hash, context_type]
+        for key in OWNER_KEYS:
+            sql += f" AND {key} IS ?"
+            params.append(owners.get(key))
+        row = await db.fetchone(sql + " LIMIT 1", params)
+        return row_to_entry(row) if row else None
+
+    @bridged
+    async def add_memory(self, content: str, *, category: str = "fact", tags: list[str] | None = None,
+                         metadata: dict[str, Any] | None = None, scope: Scope | str = Scope.GLOBAL,
+                         user_id: str | None = None, agent_id: str | None = None, project_id: str | None = None,
+                         session_id: str | None = None, confidence: float = 1.0, importance: float = 0.5,
+                         event_time: datetime | str | None = None, context_type: ContextType | str = "memory",
+                         dedup: bool = True, entry_id: str | None = None, **extra: Any) -> Entry:
+        """Store one entry (a memory by default) and queue its embedding.
+
+        The entry row, its tags, FTS rows, ADD history event and embedding job commit in one transaction; the
+        call returns after that commit (the vector follows; ``await db.flush()`` waits for it). Entity tags
+        ``ner_<Entity>`` are added from the text. With ``dedup`` the same text (after case/whitespace
+        normalisation) for the same owners returns the existing entry with its confidence raised instead of a copy.
+
+        Args:
+            content: the text (non-empty; lone surrogates are rejected).
+            category: free label such as ``profile``, ``preference``, ``fact``, ``event``, ``procedure``.
+            tags: labels; entries can be filtered by them.
+            metadata: a JSON object stored with the entry.
+            scope: ``global``, ``agent``, ``project`` or ``session``.
+            user_id, agent_id, project_id, session_id: owner ids.
+            confidence: 0..1. importance: 0..1.
+            event_time: when the remembered thing happened (UTC; naive times are taken as UTC).
+            context_type: ``memory``, ``resource`` or ``skill``.
+            dedup: merge exact duplicates for the same owners.
+            entry_id: use this id instead of a new uuid4.
+            **extra: ``uri``, ``mime_type``, ``name``, ``description`` for resources and skills.
+
+        Returns:
+            The stored :class:`Entry`.
+
+        Raises:
+            ValidationError: empty content, lone surrogates, bad tags or ids, or values out of range.
+        """
+        return await self._add(content, category=category, tags=tags, metadata=metadata, scope=scope,
+                               owners={"user_id": user_id, "agent_id": agent_id, "project_id": project_id,
+                                       "session_id": session_id},
+                               confidence=confidence, importance=importance, event_time=event_time,
+                               context_type=context_type, dedup=dedup, entry_id=entry_id, extra=extra)
+
+    def _build_entry(self, content: str, *, category: str, tags: list[str] | None, metadata: dict | None,
+                     scope: Scope | str, owners: dict[str, Any], confidence: float, importance: float,
+                     event_time: Any, context_type: Any, entry_id: str | None, extra: dict[str, Any],
+                     extract_entities: bool = True) -> Entry:
+        check_text(content)
+        if not isinstance(category, str) or not category.strip():
+            raise ValidationError("category must be a non-empty string")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValidationError("metadata must be a dict")
+        for key, value in owners.items():
+            if value is not None:
+                check_id(value, key)
+        for name, value in (("confidence", confidence), ("importance", importance)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ValidationError(f"{name} must be a number between 0 and 1")
+        unknown = set(extra) - {"uri", "mime_type", "name", "description"}
+        if unknown:
+            raise ValidationError(f"unexpected arguments: {sorted(unknown)}")
+        try:
+            ctype = ContextType(getattr(context_type, "value", context_type))
+            scope_v = Scope(getattr(scope, "value", scope))
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        now = utcnow()
+        return Entry(
+            id=check_id(entry_id, "entry_id") if entry_id else str(uuid.uuid4()), context_type=ctype,
+            category=category, l0_abstract=l0_abstract(content), l1_overview=l1_overview(content), l2_full=content,
+            tags=self._tags_for(content, check_tags(tags)) if extract_entities else check_tags(tags),
+            metadata=dict(metadata or {}), scope=scope_v,
+            confidence=float(confidence), importance=float(importance), created_at=now, updated_at=now,
+            event_time=parse_time(event_time), content_hash=content_hash(content),
+            **{k: v for k, v in owners.items()}, **extra,
+        )
+
+    async def _add(self, content: str, *, dedup: bool, **kw: Any) -> Entry:
+        entry = self._build_entry(content, **kw)
+        db = await self._open()
+        if dedup:
+            existing = await self._find_duplicate(entry.content_hash, entry.context_type.value,
+                                                  {k: getattr(entry, k) for k in OWNER_KEYS})
+            if existing is not None:
+                return await self._harden(existing)
+        async with db.transaction() as conn:
+            await insert_entry(conn, entry, fact_key=None, embed=self._embed_enabled())
+        self._notify()
+        return entry
+
+    async def _harden(self, entry: Entry) -> Entry:
+        """A repeated fact raises confidence by ``ingest.confidence_step`` (capped at 1.0)."""
+        db = await self._open()
+        step = self.settings.ingest.confidence_step
+        new_conf = min(1.0, entry.confidence + step)
+        async with db.transaction() as conn:
+            await conn.execute("UPDATE entries SET confidence = ?, updated_at = ? WHERE id = ?",
+                               (new_conf, to_db_time(utcnow()), entry.id))
+        return entry.model_copy(update={"confidence": new_conf})
+
+    async def _row(self, entry_id: str, owners: dict[str, Any] | None = None) -> tuple[int, Entry] | None:
+        db = await self._open()
+        check_id(entry_id, "entry_id")
+        sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?"
+        params: list[Any] = [entry_id]
+        for key, value in (owners or {}).items():
+            if value is not None:
+                sql += f" AND {key} = ?"
+                params.append(check_id(value, key))
+        row = await db.fetchone(sql, params)
+        return (row[0], row_to_entry(row)) if row else None
+
+    @bridged
+    async def get(self, entry_id: str, *, user_id: str | None = None, agent_id: str | None = None,
+                  project_id: str | None = None) -> Entry | None:
+        """Return the entry with ``entry_id``, or None if it does not exist or belongs to other owners.
+
+        Raises:
+            ValidationError: a malformed id.
+        """
+        found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id, "project_id": project_id})
+        return found[1] if found else None
+
+    @bridged
+    async def update(self, entry_id: str, content: str | None = None, *, tags: list[str] | None = None,
+                     metadata: dict[str, Any] | None = None, category: str | None = None,
+                     confidence: float | None = None, importance: float | None = None,
+                     event_time: datetime | str | None = None, status: str | None = None,
+                     user_id: str | None = None, agent_id: str | None = None) -> Entry:
+        """Change an entry; a new text replaces FTS rows and the vector in the same transaction.
+
+        Args:
+            entry_id: the entry. content: new full text (L0/L1 and entity tags are recomputed).
+            tags, metadata, category, confidence, importance, event_time: replace the stored values when given.
+            status: ``active`` or ``archived``.
+            user_id, agent_id: when given, the entry must belong to them (else NotFoundError).
+
+        Returns:
+            The updated entry.
+
+        Raises:
+            NotFoundError: no such entry for these owners.
+            ValidationError: bad values (nothing is written).
+        """
+        found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id})
+        if found is None:
+            raise NotFoundError(f"entry {entry_id!r} not found")
+        rid, old = found
+        changes: dict[str, Any] = {"updated_at": utcnow()}
+        user_tags = check_tags(tags) if tags is not None else [t for t in old.tags if not t.startswith("ner_")]
+        if content is not None:
+            check_text(content)
+            changes.update(l2_full=content, l0_abstract=l0_abstract(content), l1_overview=l1_overview(content),
+                           content_hash=content_hash(content), tags=self._tags_for(content, user_tags))
+        elif tags is not None:
+            changes["tags"] = list(dict.fromkeys([*user_tags, *(t for t in old.tags if t.startswith("ner_"))]))
+        if metadata is not None:
+            if not isinstance(metadata, dict):
+                raise ValidationError("metadata must be a dict")
+            changes["metadata"] = dict(metadata)
+        if category is not None:
+            changes["category"] = check_text(category, "category")
+        for name, value in (("confidence", confidence), ("importance", importance)):
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                    raise ValidationError(f"{name} must be a number between 0 and 1")
+                changes[name] = float(value)
+        if event_time is not None:
+            changes["event_time"] = parse_time(event_time)
+        if status is not None:
+            if status not in ("active", "archived"):
+                raise ValidationError("status must be 'active' or 'archived'")
+            changes["status"] = status
+        new = old.model_copy(update=changes)
+        db = await self._open()
+        async with db.transaction() as conn:
+            await update_entry_row(conn, rid, old, new, engine=db.vector_engine, embed=self._embed_enabled())
+        self._notify()
+        return new
+
+    @bridged
+    async def delete(self, entry_id: str, *, user_id: str | None = None, agent_id: str | None = None) -> bool:
+        """Delete an entry from every index at once (row, tags, FTS, vector, links) and record a DELETE event.
+
+        Returns:
+            True if an entry was deleted, False if none matched (for these owners).
+
+        Raises:
+            ValidationError: a malformed id.
+        """
+        found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id})
+        if found is None:
+            return False
+        db = await self._open()
+        async with db.transaction() as conn:
+            await delete_entry_row(conn, found[0], found[1], engine=db.vector_engine, now=to_db_time(utcnow()))
+        return True
+
+    @bridged
+    async def delete_all(self, **filters: Any) -> int:
+        """Delete every entry matching ``filters`` (the keyword arguments of :class:`Filters`).
+
+        At least one owner id or ``context_type`` is required so that a typo cannot wipe the database.
+
+        Returns:
+            Number of entries deleted.
+
+        Raises:
+            ValidationError: no narrowing filter was given.
+        """
+        f = Filters(**filters, include_archived=True, exclude_superseded=False)
+        if not any(getattr(f, k) for k in (*OWNER_KEYS, "context_type", "category", "tags")):
+            raise ValidationError("delete_all needs at least one of user_id, agent_id, project_id, session_id, "
+                                  "context_type, category or tags")
+        db = await self._open()
+        where, params = f.where()
+        rows = await db.fetchall(f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {where}", params)
+        now = to_db_time(utcnow())
+        async with db.transaction() as conn:
+            for row in rows:
+                await delete_entry_row(conn, row[0], row_to_entry(row), engine=db.vector_engine, now=now)
+        return len(rows)
+
+    @bridged
+    async def list(self, *, limit: int = 100, offset: int = 0, order: str = "desc", **filters: Any) -> list[Entry]:
+        """List entries matching ``filters`` (keyword arguments of :class:`Filters`), newest first by default.
+
+        Args:
+            limit: 1..10000. offset: rows to skip. order: ``"desc"`` or ``"asc"`` by creation time.
+
+        Returns:
+            Entries.
+
+        Raises:
+            ValidationError: bad limit, order or filter.
+        """
+        check_limit(limit, "limit")
+        if order not in ("asc", "desc"):
+            raise ValidationError("order must be 'asc' or 'desc'")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationError("offset must be a non-negative integer")
+        db = await self._open()
+        where, params = _filters(filters).where()
+        rows = await db.fetchall(
+            f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {where} ORDER BY e.created_at {order}, e.rid {order} "
+            f"LIMIT ? OFFSET ?", [*params, limit, offset])
+        return [row_to_entry(r) for r in rows]
+
+    @bridged
+    async def count(self, **filters: Any) -> int:
+        """Number of entries matching ``filters`` (keyword arguments of :class:`Filters`)."""
+        db = await self._open()
+        where, params = _filters(filters).where()
+        row = await db.fetchone(f"SELECT COUNT(*) FROM entries e WHERE {where}", params)
+        return int(row[0])
+
+    @bridged
+    async def history(self, entry_id: str) -> list[HistoryEvent]:
+        """ADD / UPDATE / DELETE events of an entry, oldest first (kept after the entry is deleted).
+
+        Raises:
+            ValidationError: a malformed id.
+        """
+        db = await self._open()
+        rows = await db.fetchall(
+            "SELECT id, entry_id, event, old_value, new_value, metadata, created_at FROM entry_history "
+            "WHERE entry_id = ? ORDER BY seq", (check_id(entry_id, "entry_id"),))
+        return [row_to_history(r) for r in rows]
+
+    @bridged
+    async def add_resource(self, uri: str, content: str, *, mime_type: str = "text/plain",
+                           title: str | None = None, tags: list[str] | None = None,
+                           metadata: dict[str, Any] | None = None, chunk_chars: int = 1500,
+                           **owners: Any) -> list[Entry]:
+        """Store a document, URL or API description as resource chunks that point back to it.
+
+        Each chunk is an entry with ``context_type="resource"``, the ``uri``, and ``metadata["chunk_index"]`` /
+        ``["chunk_count"]`` / ``["char_start"]``. All chunks commit in one transaction.
+
+        Args:
+            uri: where the resource lives. content: its text. mime_type: e.g. ``text/markdown``.
+            title: stored as the entries' ``name``. chunk_chars: target chunk size in characters.
+            **owners: ``user_id``, ``agent_id``, ``project_id``, ``session_id``, ``scope``.
+
+        Returns:
+            The chunk entries in order.
+
+        Raises:
+            ValidationError: empty uri or content, bad owners.
+        """
+        from ..embeddings.base import chunk_text
+
+        check_text(uri, "uri")
+        check_text(content)
+        pieces = chunk_text(content, max(200, int(chunk_chars)))
+        db = await self._open()
+        entries, pos = [], 0
+        for i, piece in enumerate(pieces):
+            start = content.find(piece[:50], pos)
+            pos = max(pos, start)
+            meta = {**(metadata or {}), "chunk_index": i, "chunk_count": len(pieces), "char_start": max(start, 0)}
+            entries.append(self._build_entry(
+                piece, category="document", tags=tags, metadata=meta, scope=owners.pop("scope", Scope.GLOBAL)
+                if i == 0 else entries[0].scope, owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0,
+                importance=0.5, event_time=None, context_type=ContextType.RESOURCE, entry_id=None,
+                extra={"uri": uri, "mime_type": mime_type, "name": title}))
+        async with db.transaction() as conn:
+            for e in entries:
+                await insert_entry(conn, e, fact_key=None, embed=self._embed_enabled())
+        self._notify()
+        return entries
+
+    @bridged
+    async def add_skill(self, name: str, description: str, content: str = "", *, tags: list[str] | None = None,
+                        input_schema: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None,
+                        **owners: Any) -> Entry:
+        """Store a skill (what an agent can do): name, description, instructions and an optional input schema.
+
+        Returns:
+            The skill entry (``context_type="skill"``, ``category="procedure"``).
+
+        Raises:
+            ValidationError: empty name or description.
+        """
+        check_text(name, "name")
+        check_text(description, "description")
+        meta = {**(metadata or {}), **({"input_schema": input_schema} if input_schema else {})}
+        return await self._add(content or description, category="procedure", tags=tags, metadata=meta,
+                               scope=owners.pop("scope", Scope.GLOBAL),
+                               owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0, importance=0.5,
+                               event_time=None, context_type=ContextType.SKILL, dedup=False, entry_id=None,
+                               extra={"name": name, "description": description})

@@ -1,0 +1,135 @@
+"""Session methods: conversations as ordered message logs and their zero-LLM commit."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .. import sessions as _sessions
+from .._loop import bridged
+from ..models import Message, Session
+
+__all__ = ["SessionsAPI"]
+
+
+class SessionsAPI:
+    """Methods mixed into :class:`~agentbase.engine.AgentBase`; see its docstring for construction."""
+
+    # ------------------------------------------------------------------ sessions
+    @bridged
+    async def create_session(self, *, session_id: str | None = None, user_id: str | None = None,
+                             agent_id: str | None = None, project_id: str | None = None,
+                             metadata: dict[str, Any] | None = None,
+                             created_at: datetime | str | None = None) -> Session:
+        """Create a conversation session (or return the existing one with the same ``session_id``).
+
+        Raises:
+            ValidationError: bad ids or metadata.
+        """
+        return await _sessions.create_session(self, session_id=session_id, user_id=user_id, agent_id=agent_id,
+                                              project_id=project_id, metadata=metadata, created_at=created_at)
+
+    @bridged
+    async def get_session(self, session_id: str) -> Session | None:
+        """Return the session or None."""
+        return await _sessions.get_session(self, session_id)
+
+    @bridged
+    async def list_sessions(self, *, user_id: str | None = None, agent_id: str | None = None,
+                            limit: int = 100, offset: int = 0) -> list[Session]:
+        """Sessions, newest first, optionally for one owner."""
+        return await _sessions.list_sessions(self, user_id=user_id, agent_id=agent_id, limit=limit, offset=offset)
+
+    @bridged
+    async def update_session(self, session_id: str, *, metadata: dict[str, Any]) -> Session:
+        """Replace a session's metadata. Raises NotFoundError for an unknown id."""
+        return await _sessions.update_session(self, session_id, metadata=metadata)
+
+    @bridged
+    async def delete_session(self, session_id: str, *, delete_memories: bool = False) -> bool:
+        """Delete a session and its messages; with ``delete_memories`` also the entries committed from it.
+
+        Returns:
+            True if the session existed.
+        """
+        return await _sessions.delete_session(self, session_id, delete_memories=delete_memories)
+
+    @bridged
+    async def add_message(self, session_id: str, role: str, content: str, *, name: str | None = None,
+                          tool_calls: list[dict[str, Any]] | None = None, tool_call_id: str | None = None,
+                          metadata: dict[str, Any] | None = None, created_at: datetime | str | None = None,
+                          message_id: str | None = None) -> Message:
+        """Append one message; its ``seq`` is the next integer in the session (strict insertion order).
+
+        Raises:
+            NotFoundError: unknown session. ValidationError: bad role, content or fields.
+        """
+        msgs = await _sessions.add_messages(self, session_id, [dict(
+            role=role, content=content, name=name, tool_calls=tool_calls, tool_call_id=tool_call_id,
+            metadata=metadata, created_at=created_at, id=message_id)])
+        return msgs[0]
+
+    @bridged
+    async def add_messages(self, session_id: str, messages: list[dict[str, Any]]) -> list[Message]:
+        """Append several messages in one transaction (all or nothing); an empty list does nothing.
+
+        Args:
+            messages: dicts with ``role``, ``content`` and optional ``name``, ``tool_calls``, ``tool_call_id``,
+                ``metadata``, ``created_at``, ``id``.
+
+        Raises:
+            NotFoundError: unknown session. ValidationError: any bad message (none is written).
+        """
+        return await _sessions.add_messages(self, session_id, messages)
+
+    @bridged
+    async def get_messages(self, session_id: str, *, limit: int | None = None, order: str = "asc",
+                           after_seq: int | None = None, before_seq: int | None = None) -> list[Message]:
+        """Messages of a session in ``seq`` order (``asc`` or ``desc``); unknown session gives ``[]``."""
+        return await _sessions.get_messages(self, session_id, limit=limit, order=order, after_seq=after_seq,
+                                            before_seq=before_seq)
+
+    @bridged
+    async def get_message(self, session_id: str, message_id: str) -> Message | None:
+        """One message by id, or None."""
+        return await _sessions.get_message(self, session_id, message_id)
+
+    @bridged
+    async def update_message(self, session_id: str, message_id: str, *, metadata: dict[str, Any]) -> Message:
+        """Replace a message's metadata. Raises NotFoundError for an unknown message."""
+        return await _sessions.update_message(self, session_id, message_id, metadata=metadata)
+
+    @bridged
+    async def delete_message(self, session_id: str, message_id: str) -> Message | None:
+        """Delete one message; returns it, or None if it did not exist. Other messages keep their order."""
+        return await _sessions.delete_message(self, session_id, message_id)
+
+    @bridged
+    async def replace_messages(self, session_id: str, messages: list[dict[str, Any]]) -> list[Message]:
+        """Replace all messages of a session (created if missing) in one transaction."""
+        return await _sessions.replace_messages(self, session_id, messages)
+
+    @bridged
+    async def clear_messages(self, session_id: str) -> int:
+        """Delete every message of a session; returns how many were deleted."""
+        return await _sessions.clear_messages(self, session_id)
+
+    @bridged
+    async def commit_session(self, session_id: str) -> dict[str, Any]:
+        """Turn the session's new messages into entries with zero LLM calls.
+
+        Writes, in one transaction: one entry per user/assistant turn, extracted facts (deduplicated and
+        hardened against the owner's existing facts; a changed value supersedes the old entry), a rule-based
+        session summary, entity tags, and ``session_memory_links``. Idempotent: messages already committed are
+        skipped, so a second commit with no new messages writes nothing.
+
+        Returns:
+            ``{"session_id", "messages", "turns", "facts_added", "facts_hardened", "facts_superseded",
+            "summary_id"}``.
+
+        Raises:
+            NotFoundError: unknown session.
+        """
+        result = await _sessions.commit_session(self, session_id)
+        self._notify()
+        return result
