@@ -10,7 +10,7 @@ from .errors import (AgentBaseError, ConfigError, DimensionMismatchError, Embedd
                      NotFoundError, SchemaVersionError, StorageError, UsageError, ValidationError)
 from .models import ContextType, Entry, HistoryEvent, Message, Scope, SearchResult, Session, Trace, TraceStep
 from .retrieval.filters import Filters
-from .sync import SyncAgentBase
+from .sync import SyncAgentBase, run_sync
 
 __version__ = "0.1.0"
 
@@ -39,4 +39,5 @@ __all__ = sorted([
     "UsageError",
     "ValidationError",
     "load_settings",
+    "run_sync",
 ])

@@ -14,7 +14,26 @@ from typing import Any
 from ._loop import engine_loop
 from .engine import AgentBase
 
-__all__ = ["SyncAgentBase"]
+__all__ = ["SyncAgentBase", "run_sync"]
+
+
+def run_sync(coro: Any, timeout: float | None = None) -> Any:
+    """Run a coroutine that uses AgentBase on the engine loop and block until it returns.
+
+    For adapters and applications that compose several async AgentBase calls into one blocking call; works in
+    plain scripts, other threads and inside a running event loop.
+
+    Args:
+        coro: the coroutine.
+        timeout: seconds to wait (None waits forever).
+
+    Returns:
+        The coroutine's result (its exception is re-raised).
+
+    Raises:
+        UsageError: called from the engine loop's own thread (it would deadlock).
+    """
+    return engine_loop().run_sync(coro, timeout)
 
 
 class SyncAgentBase:

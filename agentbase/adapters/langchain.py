@@ -20,16 +20,24 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine import AgentBase
-from ..errors import MissingDependencyError, NotFoundError, ValidationError
-from ..models import Message
-from ..sync import SyncAgentBase
+from agentbase import AgentBase, SyncAgentBase
+from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
+from agentbase.models import Message
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory
-    from langchain_core.messages import (AIMessage, BaseMessage, ChatMessage, FunctionMessage, HumanMessage,
-                                         SystemMessage, ToolMessage, get_buffer_string, message_to_dict,
-                                         messages_from_dict)
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        FunctionMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        get_buffer_string,
+        message_to_dict,
+        messages_from_dict,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("langchain-core", "langchain") from exc
 

@@ -15,17 +15,13 @@ adapters are rebuilt from the columns. Both stores see the same sessions; the qu
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import threading
-from collections.abc import Coroutine
 from typing import Any, List, Optional, TypeVar
 
-from ..engine import AgentBase
-from ..errors import MissingDependencyError, NotFoundError
-from ..models import Message
-from ..sync import SyncAgentBase
+from agentbase import AgentBase, SyncAgentBase, run_sync
+from agentbase.errors import MissingDependencyError, NotFoundError
+from agentbase.models import Message
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
@@ -46,28 +42,6 @@ _MAX_READ = 1_000_000  # largest ``limit`` AgentBase.get_messages accepts
 
 
 # ------------------------------------------------------------------------------------------------ plumbing
-class _Runner:
-    """One daemon thread with an event loop, so the sync methods can run the async code from anywhere
-    (plain scripts, inside ``async def main()``, other threads) without ``asyncio.run`` conflicts."""
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
-
-    @classmethod
-    def run(cls, coro: Coroutine[Any, Any, T]) -> T:
-        with cls._lock:
-            if cls._loop is None:
-                cls._loop = asyncio.new_event_loop()
-                cls._thread = threading.Thread(target=cls._loop.run_forever, name="agentbase-llama-index",
-                                               daemon=True)
-                cls._thread.start()
-        if threading.current_thread() is cls._thread:  # pragma: no cover - would deadlock
-            coro.close()
-            raise RuntimeError("sync chat-store method called from the adapter's own loop; use the async one")
-        return asyncio.run_coroutine_threadsafe(coro, cls._loop).result()
-
-
 def _resolve_db(db: Any) -> tuple[AgentBase, bool]:
     """Return ``(AgentBase, owned)`` for an AgentBase, a SyncAgentBase or a file path."""
     if isinstance(db, AgentBase):
@@ -165,7 +139,7 @@ class _SessionsMixin:
     def close(self) -> None:
         """Close the database if this store opened it from a path (otherwise do nothing)."""
         if self._db is not None and self._owned:
-            _Runner.run(self._db.close())
+            run_sync(self._db.close())
 
     async def _ensure(self, key: str) -> None:
         """Create the session for ``key`` (owned by user_id/agent_id) and flag it as a chat-store key."""
@@ -308,31 +282,31 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
     # -- sync twins
     def set_messages(self, key: str, messages: List[ChatMessage]) -> None:
         """Replace the messages of ``key`` (see :meth:`aset_messages`)."""
-        _Runner.run(self.aset_messages(key, messages))
+        run_sync(self.aset_messages(key, messages))
 
     def get_messages(self, key: str) -> List[ChatMessage]:
         """Messages of ``key`` in insertion order (see :meth:`aget_messages`)."""
-        return _Runner.run(self.aget_messages(key))
+        return run_sync(self.aget_messages(key))
 
     def add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
         """Append ``message`` or insert it at ``idx`` (see :meth:`async_add_message`)."""
-        _Runner.run(self.async_add_message(key, message, idx))
+        run_sync(self.async_add_message(key, message, idx))
 
     def delete_messages(self, key: str) -> Optional[List[ChatMessage]]:
         """Remove ``key`` and return its messages (see :meth:`adelete_messages`)."""
-        return _Runner.run(self.adelete_messages(key))
+        return run_sync(self.adelete_messages(key))
 
     def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
         """Remove and return the message at ``idx`` (see :meth:`adelete_message`)."""
-        return _Runner.run(self.adelete_message(key, idx))
+        return run_sync(self.adelete_message(key, idx))
 
     def delete_last_message(self, key: str) -> Optional[ChatMessage]:
         """Remove and return the last message (see :meth:`adelete_last_message`)."""
-        return _Runner.run(self.adelete_last_message(key))
+        return run_sync(self.adelete_last_message(key))
 
     def get_keys(self) -> List[str]:
         """Keys of this store, oldest first (see :meth:`aget_keys`)."""
-        return _Runner.run(self.aget_keys())
+        return run_sync(self.aget_keys())
 
 
 class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):

@@ -15,8 +15,8 @@ import json
 import uuid
 from typing import Any
 
-from ..errors import NotFoundError, StorageError, UsageError
-from ..errors import ValidationError as _ValidationError
+from agentbase.errors import NotFoundError, StorageError, UsageError
+from agentbase.errors import ValidationError as _ValidationError
 
 __all__ = ["AsyncOpenAIAssistantAdapter", "OpenAIAssistantAdapter", "OpenAIValidationError"]
 

@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
         from .app import create_app
     except ImportError as exc:
         if getattr(exc, "name", "") in ("fastapi", "starlette", "pydantic"):
-            from ..errors import MissingDependencyError
+            from agentbase.errors import MissingDependencyError
 
             raise MissingDependencyError("fastapi", "web") from exc
         raise

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import Entry, HistoryEvent, Message, SearchResult, Session
+from agentbase.models import Entry, HistoryEvent, Message, SearchResult, Session
 
 __all__ = ["AddMemoryIn", "AddMessageIn", "AddResourceIn", "AddSkillIn", "CommitResult", "ContextTypeName",
            "CreateSessionIn", "DeleteResult", "EntryList", "FindIn", "FindSkillsIn", "HistoryList",

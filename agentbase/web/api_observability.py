@@ -11,8 +11,9 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import HTTPException
 
-from ..errors import NotFoundError
-from ..models import Trace
+from agentbase.errors import NotFoundError
+from agentbase.models import Trace
+
 from .api_routes import _db, _entry, _LimitedRoute, _session, _unscoped, owner_of
 
 __all__ = ["router"]

@@ -21,11 +21,31 @@ from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import HTTPException
 from fastapi.routing import APIRoute
 
-from ..errors import NotFoundError
-from ..models import Entry, Message, SearchResult, Session
-from .api_models import (AddMemoryIn, AddMessageIn, AddResourceIn, AddSkillIn, CommitResult, ContextTypeName,
-                         CreateSessionIn, DeleteResult, EntryList, FindIn, FindSkillsIn, HistoryList, MessageList,
-                         ResourceChunks, ScopeName, SearchResults, SessionDetail, SessionList, UpdateIn, FilterIn)
+from agentbase.errors import NotFoundError
+from agentbase.models import Entry, Message, SearchResult, Session
+
+from .api_models import (
+    AddMemoryIn,
+    AddMessageIn,
+    AddResourceIn,
+    AddSkillIn,
+    CommitResult,
+    ContextTypeName,
+    CreateSessionIn,
+    DeleteResult,
+    EntryList,
+    FilterIn,
+    FindIn,
+    FindSkillsIn,
+    HistoryList,
+    MessageList,
+    ResourceChunks,
+    ScopeName,
+    SearchResults,
+    SessionDetail,
+    SessionList,
+    UpdateIn,
+)
 from .errors import error_response
 
 __all__ = ["MAX_BODY_BYTES", "OWNER_HEADER", "router"]

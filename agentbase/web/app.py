@@ -84,7 +84,7 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
     """
     owned = isinstance(db, (str, os.PathLike))
     if owned:
-        from ..engine import AgentBase
+        from agentbase import AgentBase
 
         db = AgentBase(db)
     aio = getattr(db, "aio", db)

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..models import utcnow
+from agentbase.models import utcnow
 
 __all__ = ["activity_feed", "freshness_figure", "graph_figure", "heatmap_figure", "sunburst_figure", "tag_cloud",
            "timeline_figure", "trace_figures"]

@@ -25,9 +25,18 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from ..errors import AgentBaseError, NotFoundError
-from .charts import (activity_feed, freshness_figure, graph_figure, heatmap_figure, sunburst_figure, tag_cloud,
-                     timeline_figure, trace_figures)
+from agentbase.errors import AgentBaseError, NotFoundError
+
+from .charts import (
+    activity_feed,
+    freshness_figure,
+    graph_figure,
+    heatmap_figure,
+    sunburst_figure,
+    tag_cloud,
+    timeline_figure,
+    trace_figures,
+)
 
 __all__ = ["main", "router"]
 
@@ -336,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1", help="bind host (default 127.0.0.1; others need tokens)")
     p.add_argument("--embedder", default=None, help="embedder provider for searches: local, onnx, openai, hash, none")
     args = p.parse_args(argv)
-    from ..engine import AgentBase
+    from agentbase import AgentBase
+
     from .app import create_app
 
     try:

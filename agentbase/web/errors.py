@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..errors import AgentBaseError, ConfigError, DimensionMismatchError, NotFoundError
+from agentbase.errors import AgentBaseError, ConfigError, DimensionMismatchError, NotFoundError
 
 __all__ = ["error_body", "error_response", "install_error_handlers"]
 
