@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .cli_bench import bench_app
 from .errors import AgentBaseError
 
 app = typer.Typer(help="AgentBase: a context database for AI agents in one SQLite file.", no_args_is_help=True,
@@ -22,6 +23,7 @@ import_app = typer.Typer(help="Import benchmark conversations (one session per h
                          no_args_is_help=True)
 app.add_typer(session_app, name="session")
 app.add_typer(import_app, name="import")
+app.add_typer(bench_app, name="bench")
 
 console = Console()
 err = Console(stderr=True)
