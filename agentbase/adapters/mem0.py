@@ -1,20 +1,21 @@
-"""mem0 drop-in: :class:`Mem0Adapter` and :class:`AsyncMem0Adapter` mirror ``mem0.Memory`` / ``AsyncMemory`` 2.2.x.
+"""mem0 drop-in: :class:`Mem0Adapter` and :class:`AsyncMem0Adapter` mirror mem0's ``Memory``/``AsyncMemory``.
 
-Same method names, arguments, defaults, return shapes, messages and error types as mem0ai 2.2.1
-(``mem0/memory/main.py``), stored in one AgentBase file and written only through AgentBase's public API.
+Same method names, arguments, defaults, return shapes, messages and error types as mem0ai 2.2.x (2.2.1,
+``mem0/memory/main.py``), stored in one AgentBase file and written only through AgentBase's public API.
 
 Mapping (see ``docs/compatibility.md`` for every known difference):
 
-- A mem0 memory is an AgentBase entry with ``context_type="memory"``. ``user_id`` and ``agent_id`` are the entry
-  owners of the same name; mem0's ``run_id`` is the entry's ``session_id``. ``role``, ``actor_id``,
-  ``attributed_to``, ``expiration_date`` and the caller's metadata are flat keys of the entry metadata; read APIs
-  promote the first four to the top level of an item, as mem0 does.
+- A mem0 memory is an AgentBase entry with ``context_type="memory"``. ``user_id`` and ``agent_id`` are the
+  entry owners of the same name; mem0's ``run_id`` is the entry's ``session_id``. ``role``, ``actor_id``,
+  ``attributed_to``, ``expiration_date`` and the caller's metadata are flat keys of the entry metadata; read
+  APIs promote the first four to the top level of an item, as mem0 does.
 - ``infer=False`` stores each non-system message verbatim. ``infer=True`` uses AgentBase's zero-LLM fact
-  extraction (``commit_session``) instead of an LLM; when no fact is found, the user messages are stored verbatim.
+  extraction (``commit_session``) instead of an LLM; when no fact is found, the user messages are stored
+  verbatim.
 - ``search`` ranks with AgentBase's hybrid ``find()``; ``threshold`` applies to the cosine similarity of the
   vector leg (mem0 applies it to its semantic score); ``score`` is AgentBase's final score, not a cosine.
-- Owner ids are accepted as keywords (older mem0) and inside ``filters`` (mem0 2.x). Plain equality on owners and
-  metadata keys runs inside SQL; mem0's operators (eq, ne, in, nin, gt, gte, lt, lte, contains, icontains,
+- Owner ids are accepted as keywords (older mem0) and inside ``filters`` (mem0 2.x). Plain equality on owners
+  and metadata keys runs inside SQL; mem0's operators (eq, ne, in, nin, gt, gte, lt, lte, contains, icontains,
   ``"*"``, AND, OR, NOT) are applied to an over-fetched candidate list.
 """
 
@@ -33,11 +34,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..config import load_settings
-from ..embeddings import normalize_rows
-from ..engine import AgentBase
-from ..errors import AgentBaseError, NotFoundError
-from ..sync import SyncAgentBase
+from agentbase import AgentBase, SyncAgentBase, load_settings
+from agentbase.embeddings import normalize_rows
+from agentbase.errors import AgentBaseError, NotFoundError
 
 __all__ = ["AsyncMem0Adapter", "Mem0Adapter", "ValidationError", "mem0_validation_error"]
 
@@ -64,15 +63,15 @@ _MISSING: Any = object()
 
 
 class ValidationError(AgentBaseError):
-    """Stand-in for ``mem0.exceptions.ValidationError`` when mem0ai is not installed (same fields and message).
+    """Stand-in for ``mem0.exceptions.ValidationError`` when mem0ai is not installed (same fields, message).
 
     Attributes:
         message: human-readable text (also ``str(error)``). error_code: e.g. ``"VALIDATION_001"``.
         details: context dict. suggestion: how to fix it. debug_info: extra dict.
     """
 
-    def __init__(self, message: str, error_code: str, details: dict | None = None, suggestion: str | None = None,
-                 debug_info: dict | None = None):
+    def __init__(self, message: str, error_code: str, details: dict | None = None,
+                 suggestion: str | None = None, debug_info: dict | None = None):
         self.message, self.error_code, self.details = message, error_code, details or {}
         self.suggestion, self.debug_info = suggestion, debug_info or {}
         super().__init__(message)
@@ -85,8 +84,8 @@ def mem0_validation_error() -> type[Exception]:
     """The class raised for mem0's ``VALIDATION_00x`` errors.
 
     Returns:
-        ``mem0.exceptions.ValidationError`` when mem0ai can be imported (imported on first need, since importing
-        mem0 creates ``$MEM0_DIR``), else :class:`ValidationError` from this module.
+        ``mem0.exceptions.ValidationError`` when mem0ai can be imported (imported on first need, since
+        importing mem0 creates ``$MEM0_DIR``), else :class:`ValidationError` from this module.
     """
     global _VALIDATION_CLS
     if _VALIDATION_CLS is None:
@@ -110,7 +109,8 @@ def _trim_id(value: Any, name: str) -> str | None:
     if not text:
         raise ValueError(f"Invalid {name}: cannot be empty or whitespace-only. Provide a valid identifier.")
     if any(c.isspace() for c in text):
-        raise ValueError(f"Invalid {name}: cannot contain whitespace. Provide a valid identifier without spaces.")
+        raise ValueError(f"Invalid {name}: cannot contain whitespace. "
+                         "Provide a valid identifier without spaces.")
     return text
 
 
@@ -156,7 +156,8 @@ def _strip_identity(metadata: dict, existing: dict, where: str) -> dict:
         if key not in _IDENTITY:
             clean[key] = value
         elif value != existing.get(key):
-            log.warning("%s: ignoring metadata['%s'] - identity fields cannot be set through metadata", where, key)
+            log.warning("%s: ignoring metadata['%s'] - identity fields cannot be set through metadata",
+                        where, key)
     return clean
 
 
@@ -187,7 +188,7 @@ def _messages(messages: Any) -> list[Any]:
 
 
 def _usable(messages: list[Any]) -> list[tuple[dict, str]]:
-    """(message, text) for each valid non-system message; invalid or text-less ones are skipped with a warning."""
+    """(message, text) per valid non-system message; invalid or text-less ones are skipped with a warning."""
     out = []
     for m in messages:
         text = _text_of(m.get("content")) if isinstance(m, dict) and m.get("role") is not None else None
@@ -203,7 +204,8 @@ def _check_filter(cond: dict) -> None:
     for key, value in cond.items():
         if key in _LOGICAL:
             if not isinstance(value, list) or (key != "AND" and not value):
-                raise ValueError(f"{key} operator requires a {'' if key == 'AND' else 'non-empty '}list of conditions")
+                kind = "a list" if key == "AND" else "a non-empty list"
+                raise ValueError(f"{key} operator requires {kind} of conditions")
             for i, sub in enumerate(value):
                 if not isinstance(sub, dict):
                     raise ValueError(f"{key} filter list item at index {i} must be a dict, got "
@@ -249,8 +251,9 @@ def _compare(a: Any, b: Any) -> int | None:
     """-1/0/1 for numbers, or for strings (ISO UTC timestamps order as text); None when not comparable."""
     if isinstance(b, (date, datetime)):
         b = b.isoformat()
-    if isinstance(a, bool) or isinstance(b, bool) or not (
-            (isinstance(a, (int, float)) and isinstance(b, (int, float))) or (isinstance(a, str) and isinstance(b, str))):
+    numbers = isinstance(a, (int, float)) and isinstance(b, (int, float))
+    strings = isinstance(a, str) and isinstance(b, str)
+    if isinstance(a, bool) or isinstance(b, bool) or not (numbers or strings):
         return None
     return (a > b) - (a < b)
 
@@ -279,7 +282,7 @@ _OPS = {
 
 
 def _match(payload: dict, cond: dict) -> bool:
-    """mem0/Qdrant filter semantics: a missing field fails every field condition (NOT inverts whole conditions)."""
+    """mem0/Qdrant semantics: a missing key fails every condition but ``"*"``; NOT negates conditions."""
     for key, value in cond.items():
         if key == "AND":
             ok = all(_match(payload, c) for c in value)
@@ -289,14 +292,16 @@ def _match(payload: dict, cond: dict) -> bool:
             ok = not any(_match(payload, c) for c in value)
         else:
             actual = payload.get(key, _MISSING)
-            if actual is _MISSING or actual is None:
+            if value == "*":  # mem0's default store (Qdrant) skips the condition: any value, or none
+                ok = True
+            elif actual is _MISSING or actual is None:
                 ok = False
             elif isinstance(value, dict):
                 ok = all(_OPS[op](actual, arg) for op, arg in value.items())
             elif isinstance(value, list):
                 ok = _in(actual, value)
             else:
-                ok = value == "*" or actual == value
+                ok = actual == value
         if not ok:
             return False
     return True
@@ -315,7 +320,7 @@ def _payload(entry: Any) -> dict:
 
 
 def _item(entry: Any, *, score: Any = _UNSET) -> dict[str, Any]:
-    """A mem0 ``MemoryItem`` dict: id, memory, hash, metadata, [score,] created_at, updated_at, promoted keys."""
+    """mem0's ``MemoryItem``: id, memory, hash, metadata, [score,] created_at, updated_at, promoted keys."""
     meta = dict(entry.metadata)
     promoted: dict[str, Any] = {k: v for k, v in (("user_id", entry.user_id), ("agent_id", entry.agent_id),
                                                    ("run_id", _run_id(entry))) if v is not None}
@@ -355,7 +360,7 @@ def _call(name: str, *args: Any, **kwargs: Any) -> _Call:
     return _Call(name, args, kwargs)
 
 
-Op = Generator[_Call, Any, Any]  # an operation: yields AgentBase calls, receives their results, returns the answer
+Op = Generator[_Call, Any, Any]  # yields AgentBase calls, receives their results, returns the answer
 
 
 def _drive_sync(db: AgentBase, op: Op) -> Any:
@@ -394,12 +399,13 @@ class _Mem0Base:
         """Wrap an AgentBase.
 
         Args:
-            db: an :class:`AgentBase`, a :class:`SyncAgentBase`, or a database path (default ``"agentbase.db"``;
-                the adapter then owns the database and :meth:`close` closes it; a passed-in database stays open).
+            db: an :class:`AgentBase`, a :class:`SyncAgentBase`, or a database path (default
+                ``"agentbase.db"``; the adapter then owns the database and :meth:`close` closes it; a database
+                passed in stays open).
             embedder: with a path: an embedder object or provider name for :class:`AgentBase`.
             settings: with a path: :class:`~agentbase.config.Settings` for :class:`AgentBase`.
-            wait_for_vectors: after a write, wait until it is embedded (mem0 embeds before returning, so a search
-                right after ``add`` uses the vector); ``False`` returns at commit and vectors follow.
+            wait_for_vectors: after a write, wait until it is embedded (mem0 embeds before returning, so a
+                search right after ``add`` uses the vector); ``False`` returns at commit and vectors follow.
 
         Raises:
             TypeError: ``db`` is none of the accepted types.
@@ -422,10 +428,10 @@ class _Mem0Base:
             config_dict: read are ``agentbase`` (``path``, ``embedder``, ``settings`` = ``load_settings``
                 overrides, ``config_file``); else ``vector_store.config.path`` (a folder gets ``agentbase.db``
                 inside, a ``.db``/``.sqlite`` path is used as is); and an ``embedder`` with provider
-                ``langchain`` (its ``config.model`` is used). Ignored, with a log line: ``llm`` (extraction is
-                rule-based), other embedder providers (AgentBase settings decide), ``reranker``, ``graph_store``,
-                ``history_db_path`` (history lives in the same file); also ``version``, ``collection_name``,
-                ``custom_instructions``.
+                ``langchain`` (its ``config.model`` is used). Ignored, with a log line: ``llm`` (extraction
+                is rule-based), other embedder providers (AgentBase settings decide), ``reranker``,
+                ``graph_store``, ``history_db_path`` (history lives in the same file); also ``version``,
+                ``collection_name``, ``custom_instructions``.
 
         Returns:
             An adapter that owns its database (default path ``agentbase.db``).
@@ -447,8 +453,10 @@ class _Mem0Base:
         if embedder is None and emb.get("provider") == "langchain" and (emb.get("config") or {}).get("model"):
             embedder = _LangChainEmbedder(emb["config"]["model"], emb["config"].get("embedding_dims"))
         elif embedder is None and emb:
-            log.info("mem0 embedder provider %r ignored; AgentBase settings choose the embedder", emb.get("provider"))
-        ignored = sorted(k for k in ("llm", "reranker", "graph_store", "history_db_path") if config_dict.get(k))
+            log.info("mem0 embedder provider %r ignored; AgentBase settings choose the embedder",
+                     emb.get("provider"))
+        ignored = sorted(k for k in ("llm", "reranker", "graph_store", "history_db_path")
+                         if config_dict.get(k))
         if ignored:
             log.info("mem0 config sections ignored by AgentBase: %s", ", ".join(ignored))
         settings = None
@@ -459,44 +467,50 @@ class _Mem0Base:
     # ------------------------------------------------------------------ the mem0 API
     def add(self, messages: Any, *, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
             metadata: dict[str, Any] | None = None, timestamp: Any = None, expiration_date: Any = None,
-            infer: bool = True, memory_type: str | None = None, prompt: str | None = None, llm: Any = None) -> Any:
+            infer: bool = True, memory_type: str | None = None, prompt: str | None = None,
+            llm: Any = None) -> Any:
         """Store memories from messages (mem0 ``Memory.add``).
 
         Args:
             messages: a str (one user message), a message dict, or a list of ``{"role", "content", "name"?}``.
-            user_id, agent_id, run_id: scope (at least one; trimmed; ints coerced to str). ``run_id`` is stored as
-                the entry's ``session_id``.
+            user_id, agent_id, run_id: scope (at least one; trimmed; ints coerced to str). ``run_id`` is
+                stored as the entry's ``session_id``.
             metadata: flat keys stored with each memory (``user_id``/``agent_id``/``run_id``/``actor_id`` are
                 dropped with a warning, as in mem0).
             timestamp: when it happened (stored as ``event_time``; mem0 OSS rejects it).
             expiration_date: ``YYYY-MM-DD``, date or datetime; expired memories are hidden from reads.
             infer: ``False``: one memory per non-system message, verbatim, with ``role`` and ``actor_id``
-                (message ``name``). ``True``: rule-based fact extraction through an AgentBase session (``run_id``
-                or a private per-owner session); with no fact found, the user messages are stored verbatim.
+                (message ``name``). ``True``: rule-based fact extraction through an AgentBase session
+                (``run_id`` or a private per-owner session); with no fact found, the user messages are stored
+                verbatim.
             memory_type: only ``"procedural_memory"``; with ``agent_id`` the transcript is stored as one
                 ``procedure`` memory (no LLM summary). prompt, llm: accepted and ignored (no LLM).
 
         Returns:
             ``{"results": [{"id", "memory", "event": "ADD", "actor_id", "role"}]}`` for ``infer=False``;
-            ``{"results": [{"id", "memory", "event": "ADD"}]}`` otherwise (facts already stored give no event).
+            ``{"results": [{"id", "memory", "event": "ADD"}]}`` otherwise (a fact already stored gives no
+            event).
 
         Raises:
-            mem0 ValidationError (see :func:`mem0_validation_error`): ``VALIDATION_001`` no id, ``VALIDATION_002``
-                bad ``memory_type``, ``VALIDATION_003`` bad ``messages`` type.
-            ValueError: a malformed id or ``expiration_date``; AgentBase ``ValidationError`` for unstorable text.
+            mem0 ValidationError (see :func:`mem0_validation_error`): ``VALIDATION_001`` no id,
+                ``VALIDATION_002`` bad ``memory_type``, ``VALIDATION_003`` bad ``messages`` type.
+            ValueError: a malformed id or ``expiration_date``; AgentBase ``ValidationError`` for text it
+                cannot store.
         """
         expiration = _norm_expiration(expiration_date)
-        ids = {k: _trim_id(v, k) for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id))}
+        ids = {"user_id": _trim_id(user_id, "user_id"), "agent_id": _trim_id(agent_id, "agent_id"),
+               "run_id": _trim_id(run_id, "run_id")}
         base = _strip_identity(metadata, {}, "add()") if metadata else {}
         if not any(ids.values()):
-            raise _invalid("At least one of 'user_id', 'agent_id', or 'run_id' must be provided.", "VALIDATION_001",
-                           {"provided_ids": ids}, "Please provide at least one identifier to scope the memory "
-                           "operation.")
+            raise _invalid("At least one of 'user_id', 'agent_id', or 'run_id' must be provided.",
+                           "VALIDATION_001", {"provided_ids": ids},
+                           "Please provide at least one identifier to scope the memory operation.")
         if expiration is not None:
             base["expiration_date"] = expiration
         if memory_type is not None and memory_type != PROCEDURAL_MEMORY:
-            raise _invalid(f"Invalid 'memory_type'. Please pass {PROCEDURAL_MEMORY} to create procedural memories.",
-                           "VALIDATION_002", {"provided_type": memory_type, "valid_type": PROCEDURAL_MEMORY},
+            raise _invalid(f"Invalid 'memory_type'. Please pass {PROCEDURAL_MEMORY} to create procedural "
+                           "memories.", "VALIDATION_002",
+                           {"provided_type": memory_type, "valid_type": PROCEDURAL_MEMORY},
                            f"Use '{PROCEDURAL_MEMORY}' to create procedural memories.")
         msgs = _messages(messages)
         common = {"event_time": timestamp, "scope": "session" if ids["run_id"] else "global",
@@ -513,10 +527,12 @@ class _Mem0Base:
         else:
             results = []
             for m, text in _usable(msgs):
-                meta = {**copy.deepcopy(base), "role": m["role"], **({"actor_id": m["name"]} if m.get("name") else {})}
+                meta = {**copy.deepcopy(base), "role": m["role"]}
+                if m.get("name"):
+                    meta["actor_id"] = m["name"]
                 entry = yield _call("add_memory", text, metadata=meta, dedup=False, **common)
-                results.append({"id": entry.id, "memory": text, "event": "ADD", "actor_id": m.get("name") or None,
-                                "role": m["role"]})
+                results.append({"id": entry.id, "memory": text, "event": "ADD",
+                                "actor_id": m.get("name") or None, "role": m["role"]})
         if results and self._wait:
             yield _call("flush")
         return {"results": results}
@@ -535,7 +551,9 @@ class _Mem0Base:
         outcome = yield _call("commit_session", sid)
         facts = []
         for msg in added:
-            for e in (yield _call("list", session_id=sid, metadata={"message_id": msg.id}, limit=1000, order="asc")):
+            rows = yield _call("list", session_id=sid, metadata={"message_id": msg.id}, limit=1000,
+                               order="asc")
+            for e in rows:
                 if e.category == "turn":  # the verbatim turn: mem0's infer=True keeps only extracted facts
                     yield _call("delete", e.id)
                 elif e.metadata.get("source") == "session":
@@ -548,7 +566,7 @@ class _Mem0Base:
                 yield _call("update", e.id, metadata={**e.metadata, **copy.deepcopy(base)})
             results.append({"id": e.id, "memory": e.content, "event": "ADD"})
         if outcome["facts_added"] + outcome["facts_hardened"] + outcome["facts_superseded"] == 0:
-            started = min(m.created_at for m in added)
+            started = datetime.now(timezone.utc)
             for m, text in usable:
                 if m["role"] == "user":
                     entry = yield _call("add_memory", text, metadata=copy.deepcopy(base), **common)
@@ -563,8 +581,8 @@ class _Mem0Base:
             memory_id: the id returned by ``add``.
 
         Returns:
-            ``{"id", "memory", "hash", "metadata", "score": None, "created_at", "updated_at", + promoted keys}``,
-            or ``None`` when no entry has this id.
+            ``{"id", "memory", "hash", "metadata", "score": None, "created_at", "updated_at", + promoted
+            keys}``, or ``None`` when no entry has this id.
         """
         mid = _valid_memory_id(memory_id)
         entry = (yield _call("get", mid)) if mid else None
@@ -575,8 +593,8 @@ class _Mem0Base:
         """List memories of a scope, newest first (mem0 ``Memory.get_all``).
 
         Args:
-            filters: must name ``user_id``, ``agent_id`` or ``run_id``; other keys filter metadata (with mem0's
-                operators, see the module docstring).
+            filters: must name ``user_id``, ``agent_id`` or ``run_id``; other keys filter metadata (with
+                mem0's operators, see the module docstring).
             top_k: at most this many (>= 0). show_expired: include expired memories.
             **kwargs: ``user_id``/``agent_id``/``run_id`` keywords (older mem0) join ``filters``; ``limit`` is
                 an alias of ``top_k``; anything else is ignored, as in mem0.
@@ -619,8 +637,8 @@ class _Mem0Base:
             reference_date: "now" for temporal queries (mem0 OSS rejects it). show_expired: include expired.
 
         Returns:
-            ``{"results": [{..., "score": float, ...}]}`` best first; ``score`` is AgentBase's final score (0..1,
-            higher is better), not a cosine. ``score_details`` holds mem0's keys plus ``score_parts``.
+            ``{"results": [{..., "score": float, ...}]}`` best first; ``score`` is AgentBase's final score
+            (0..1, higher is better), not a cosine. ``score_details`` holds mem0's keys plus ``score_parts``.
 
         Raises:
             ValueError: empty query, threshold outside [0, 1], bad top_k, no owner id, bad filters.
@@ -635,8 +653,9 @@ class _Mem0Base:
         threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
         if top_k == 0:
             return {"results": []}
-        hits = yield _call("find", query.strip(), top_k=min(_MAX_FIND, max(top_k * 4, 60)), context_type="memory",
-                           reference_time=reference_date, metadata=meta or None, **owners)
+        args = {"top_k": min(_MAX_FIND, max(top_k * 4, 60)), "context_type": "memory",
+                "reference_time": reference_date, "metadata": meta or None, **owners}
+        hits = yield _call("find", query.strip(), **args)
         results = []
         for hit in hits:
             e, parts = hit.entry, hit.score_parts
@@ -724,8 +743,8 @@ class _Mem0Base:
         ids = {"user_id": _trim_id(user_id, "user_id"), "agent_id": _trim_id(agent_id, "agent_id"),
                "session_id": _trim_id(run_id, "run_id")}
         if not any(ids.values()):
-            raise ValueError("At least one filter is required to delete all memories. If you want to delete all "
-                             "memories, use the `reset()` method.")
+            raise ValueError("At least one filter is required to delete all memories. If you want to delete "
+                             "all memories, use the `reset()` method.")
         yield _call("delete_all", context_type="memory", **{k: v for k, v in ids.items() if v})
         return {"message": MSG_DELETED_ALL}
 
@@ -735,8 +754,8 @@ class _Mem0Base:
         Returns:
             ``[{"id", "memory_id", "old_memory", "new_memory", "event": "ADD"|"UPDATE"|"DELETE", "created_at"
             (the memory's creation, as in mem0), "updated_at" (the event's time), "is_deleted", "actor_id",
-            "role"}]``; ``[]`` for an unknown id. ``actor_id``/``role`` come from the live entry (``None`` once
-            deleted).
+            "role"}]``; ``[]`` for an unknown id. ``actor_id``/``role`` come from the live entry
+            (``None`` once deleted).
         """
         mid = _valid_memory_id(memory_id)
         if not mid:
@@ -745,10 +764,10 @@ class _Mem0Base:
         entry = yield _call("get", mid)
         meta = entry.metadata if entry is not None else {}
         first = events[0].created_at.isoformat() if events else None
-        return [{"id": ev.id, "memory_id": ev.entry_id, "old_memory": ev.old_value, "new_memory": ev.new_value,
-                 "event": ev.event, "created_at": first, "updated_at": ev.created_at.isoformat(),
-                 "is_deleted": ev.event == "DELETE", "actor_id": meta.get("actor_id"), "role": meta.get("role")}
-                for ev in events]
+        return [{"id": ev.id, "memory_id": ev.entry_id, "old_memory": ev.old_value,
+                 "new_memory": ev.new_value, "event": ev.event, "created_at": first,
+                 "updated_at": ev.created_at.isoformat(), "is_deleted": ev.event == "DELETE",
+                 "actor_id": meta.get("actor_id"), "role": meta.get("role")} for ev in events]
 
     def reset(self) -> Any:
         """Delete every memory in the file, of every owner and adapter (mem0 ``Memory.reset``).
@@ -807,7 +826,7 @@ class AsyncMem0Adapter(_Mem0Base):
     """Async drop-in for ``mem0.AsyncMemory``: the same methods as :class:`Mem0Adapter`, awaited."""
 
     def close(self) -> None:
-        """Close the database if this adapter opened it (blocking; idempotent; mem0's ``close`` is sync too)."""
+        """Close the database if this adapter opened it (blocking, idempotent; as in mem0, not async)."""
         if self._owned:
             self.db.sync.close()
 
@@ -834,6 +853,7 @@ def _bind(name: str) -> None:
     async def arun(self: AsyncMem0Adapter, *args: Any, **kwargs: Any) -> Any:
         return await _drive_async(self.db, op(self, *args, **kwargs))
 
+    run.__qualname__, arun.__qualname__ = f"Mem0Adapter.{name}", f"AsyncMem0Adapter.{name}"
     setattr(Mem0Adapter, name, run)
     setattr(AsyncMem0Adapter, name, arun)
 

@@ -1,8 +1,8 @@
 """The smallest useful memory API: remember a text, recall by meaning, forget.
 
-:class:`MinimalAdapter` is for scripts and agents that need nothing more than three verbs. Each verb has an async
-twin (``aremember``, ``arecall``, ``aforget``). Everything goes through AgentBase's public API, so what is
-remembered here is visible to every other adapter on the same file (``who`` is the entry's ``user_id``).
+:class:`MinimalAdapter` is for scripts and agents that need nothing more than three verbs. Each verb has an
+async twin (``aremember``, ``arecall``, ``aforget``). Everything goes through AgentBase's public API, so what
+is remembered here is visible to every other adapter on the same file (``who`` is the entry's ``user_id``).
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..engine import AgentBase
-from ..errors import ValidationError
-from ..sync import SyncAgentBase
+from agentbase import AgentBase, SyncAgentBase
+from agentbase.errors import ValidationError
 
 __all__ = ["MinimalAdapter"]
 
@@ -88,8 +87,8 @@ class MinimalAdapter:
             limit: at most this many results (1..1000).
 
         Returns:
-            Best first: ``[{"id", "text", "score" (AgentBase final score, higher is better), "tags" (the caller's
-            tags, without derived ``ner_`` entity tags), "created_at" (ISO 8601 UTC)}]``.
+            Best first: ``[{"id", "text", "score" (AgentBase final score, higher is better), "tags" (the
+            caller's tags, without derived ``ner_`` entity tags), "created_at" (ISO 8601 UTC)}]``.
 
         Raises:
             ValidationError: ``limit`` out of range or a malformed ``who``.
