@@ -17,7 +17,7 @@ from .ingest.dedup import content_hash
 from .ingest.facts import extract_facts
 from .ingest.summary import summarize_session
 from .models import ContextType, Message, Scope, Session, utcnow
-from .ner import entity_tags
+from .ner import entity_tags, tag_for
 from .ingest.tiers import l0_abstract, l1_overview
 from .storage.entries import ENTRY_COLUMNS, entry_columns, insert_entries, insert_entry, record_history, row_to_entry, update_entry_row
 from .timeutil import from_db_time, parse_time, to_db_time
@@ -277,21 +277,26 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
     turn_entries = []
     turn_tags = []
     for msg, ents in zip(turns, entity_lists):
+        # A named speaker is the turn's first entity: "When did Caroline ..." is about what Caroline said, not
+        # about turns where someone else addresses her. The name also joins the keyword and vector text
+        # (the entry's ``name`` field, which for turns holds the speaker).
         tags = entity_tags(ents)
+        if msg.name:
+            tags = list(dict.fromkeys([tag_for(msg.name), *tags]))
         turn_tags.append(tags)
         turn_entries.append(ab._build_entry(
             msg.content, category="turn", tags=tags, metadata={"role": msg.role, "speaker": msg.name,
                                                                "message_id": msg.id, "message_seq": msg.seq},
             scope=Scope.SESSION, owners={**owners, "session_id": session_id}, confidence=1.0, importance=0.3,
-            event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None, extra={},
-            extract_entities=False))
+            event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
+            extra={"name": msg.name} if msg.name else {}, extract_entities=False))
     async with db.transaction() as conn:
         await insert_entries(conn, turn_entries, embed=[embed and m.role in embed_roles for m in turns])
         result["turns"] = len(turn_entries)
         for msg, entry, tags in zip(turns, turn_entries, turn_tags):
             links.append((session_id, entry.id, "turn", msg.seq))
             if msg.role == "user":
-                for fact in extract_facts(msg.content):
+                for fact in extract_facts(msg.content, subject=msg.name or "User"):
                     outcome, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, embed, now)
                     result[outcome] += 1
                     links.append((session_id, eid, "fact", msg.seq))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..graph import graph_candidates
 from ..index.fts import fts_query
 from ..index.vector import knn
 from ..models import SearchResult
@@ -99,7 +100,12 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if p.mode == "hybrid" and degrade:
         tracer.degrade_reason = degrade
 
-    weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector}
+    q_entities = {e.text.casefold() for e in ab.query_extractor.extract(query)}
+    if cfg.weight_graph > 0 and q_entities:
+        rankings["graph"] = await graph_candidates(ab, q_entities, p.filters, limit=n)
+        tracer.step("candidates_graph", candidates_out=len(rankings["graph"]), entities=sorted(q_entities))
+
+    weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector, "graph": cfg.weight_graph}
     fused = weighted_rrf({k: [str(r) for r in v] for k, v in rankings.items()}, weights, k=cfg.rrf_k)
     tracer.step("fusion_rrf", candidates_in=sum(len(v) for v in rankings.values()), candidates_out=len(fused),
                 k=cfg.rrf_k, weights=weights)
@@ -132,7 +138,6 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     tracer.step("load_entries", candidates_in=len(fused), candidates_out=len(cands), pool=pool)
 
     # 6. NER boost on fused results only.
-    q_entities = {e.text.casefold() for e in ab.query_extractor.extract(query)}
     boosted = 0
     for c in cands.values():
         mult, level = ner_boost(q_entities, c["entry"].tags, c["entry"].l2_full, cfg)
