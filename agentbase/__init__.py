@@ -6,11 +6,21 @@ with reciprocal rank fusion. Start with :class:`AgentBase` (async) or :class:`Sy
 
 from .config import Settings, load_settings
 from .engine import AgentBase
-from .errors import (AgentBaseError, ConfigError, DimensionMismatchError, EmbeddingError, MissingDependencyError,
-                     NotFoundError, SchemaVersionError, StorageError, UsageError, ValidationError)
+from .errors import (
+                     AgentBaseError,
+                     ConfigError,
+                     DimensionMismatchError,
+                     EmbeddingError,
+                     MissingDependencyError,
+                     NotFoundError,
+                     SchemaVersionError,
+                     StorageError,
+                     UsageError,
+                     ValidationError,
+)
 from .models import ContextType, Entry, HistoryEvent, Message, Scope, SearchResult, Session, Trace, TraceStep
 from .retrieval.filters import Filters
-from .sync import SyncAgentBase, run_sync
+from .sync import SyncAgentBase, resolve_db, run_sync
 
 __version__ = "0.1.0"
 
@@ -39,5 +49,6 @@ __all__ = sorted([
     "UsageError",
     "ValidationError",
     "load_settings",
+    "resolve_db",
     "run_sync",
 ])

@@ -8,13 +8,36 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from pathlib import Path
 from typing import Any
 
 from ._loop import engine_loop
 from .engine import AgentBase
 
-__all__ = ["SyncAgentBase", "run_sync"]
+__all__ = ["SyncAgentBase", "resolve_db", "run_sync"]
+
+
+def resolve_db(db: Any, **kwargs: Any) -> tuple[AgentBase, bool]:
+    """Accept what an adapter's ``db`` argument may be and return the async engine behind it.
+
+    Args:
+        db: an :class:`AgentBase`, a :class:`SyncAgentBase` (its ``aio``), or a file path (opened here).
+        **kwargs: with a path, passed to :class:`AgentBase` (``settings``, ``embedder``, ``config_file``).
+
+    Returns:
+        ``(engine, owned)``; ``owned`` is True when this call opened the file, so the caller should close it.
+
+    Raises:
+        TypeError: ``db`` is none of these.
+    """
+    if isinstance(db, AgentBase):
+        return db, False
+    if isinstance(db, SyncAgentBase):
+        return db.aio, False
+    if isinstance(db, (str, os.PathLike)):
+        return AgentBase(db, **kwargs), True
+    raise TypeError(f"db must be an AgentBase, a SyncAgentBase or a path, got {type(db).__name__}")
 
 
 def run_sync(coro: Any, timeout: float | None = None) -> Any:

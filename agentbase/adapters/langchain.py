@@ -16,11 +16,10 @@ Messages written by other adapters (no ``metadata["langchain"]``) are rebuilt fr
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from agentbase import AgentBase, SyncAgentBase
+from agentbase import AgentBase, resolve_db
 from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
 
@@ -57,17 +56,6 @@ _ROLE_BY_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool":
                  "function": "function"}
 # entries that ``commit_session`` copies from a conversation; that conversation's buffer already holds them
 _SESSION_COPIES = ("turn", "summary")
-
-
-def _resolve_db(db: Any) -> tuple[AgentBase, bool]:
-    """Return ``(AgentBase, owned)`` for an AgentBase, a SyncAgentBase or a file path."""
-    if isinstance(db, AgentBase):
-        return db, False
-    if isinstance(db, SyncAgentBase):
-        return db.aio, False
-    if isinstance(db, (str, os.PathLike)):
-        return AgentBase(db), True
-    raise TypeError(f"db must be an AgentBase, a SyncAgentBase or a path, got {type(db).__name__}")
 
 
 def _usable_id(value: Any) -> str | None:
@@ -191,7 +179,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
     def __init__(self, db: Any, session_id: str, *, user_id: str | None = None, agent_id: str | None = None,
                  messages: Sequence[BaseMessage] | None = None) -> None:
         super().__init__()
-        self._aio, self._owned = _resolve_db(db)
+        self._aio, self._owned = resolve_db(db)
         self.session_id = session_id
         self.user_id = user_id
         self.agent_id = agent_id

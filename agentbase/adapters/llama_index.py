@@ -16,10 +16,9 @@ adapters are rebuilt from the columns. Both stores see the same sessions; the qu
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, List, Optional, TypeVar
 
-from agentbase import AgentBase, SyncAgentBase, run_sync
+from agentbase import AgentBase, resolve_db, run_sync
 from agentbase.errors import MissingDependencyError, NotFoundError
 from agentbase.models import Message
 
@@ -42,17 +41,6 @@ _MAX_READ = 1_000_000  # largest ``limit`` AgentBase.get_messages accepts
 
 
 # ------------------------------------------------------------------------------------------------ plumbing
-def _resolve_db(db: Any) -> tuple[AgentBase, bool]:
-    """Return ``(AgentBase, owned)`` for an AgentBase, a SyncAgentBase or a file path."""
-    if isinstance(db, AgentBase):
-        return db, False
-    if isinstance(db, SyncAgentBase):
-        return db.aio, False
-    if isinstance(db, (str, os.PathLike)):
-        return AgentBase(db), True
-    raise TypeError(f"db must be an AgentBase, a SyncAgentBase or a path, got {type(db).__name__}")
-
-
 def _usable_id(value: Any) -> str | None:
     if isinstance(value, str) and 0 < len(value) <= 256 and "\x00" not in value:
         return value
@@ -122,7 +110,7 @@ class _SessionsMixin:
     """
 
     def _bind(self, db: Any) -> None:
-        ab, owned = _resolve_db(db)
+        ab, owned = resolve_db(db)
         self._db, self._owned, self._known = ab, owned, set()
         if self.db_path is None:
             self.db_path = str(ab.path)

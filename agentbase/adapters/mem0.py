@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from agentbase import AgentBase, SyncAgentBase, load_settings
+from agentbase import AgentBase, SyncAgentBase, load_settings, resolve_db
 from agentbase.embeddings import normalize_rows
 from agentbase.errors import AgentBaseError, NotFoundError
 
@@ -410,14 +410,8 @@ class _Mem0Base:
         Raises:
             TypeError: ``db`` is none of the accepted types.
         """
-        if isinstance(db, SyncAgentBase):
-            self.db, self._owned = db.aio, False
-        elif isinstance(db, AgentBase):
-            self.db, self._owned = db, False
-        elif db is None or isinstance(db, (str, os.PathLike)):
-            self.db, self._owned = AgentBase(db or "agentbase.db", settings=settings, embedder=embedder), True
-        else:
-            raise TypeError(f"db must be an AgentBase, SyncAgentBase or path, got {type(db).__name__}")
+        self.db, self._owned = resolve_db("agentbase.db" if db is None else db, settings=settings,
+                                          embedder=embedder)
         self._wait = wait_for_vectors
 
     @classmethod

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentbase import AgentBase, SyncAgentBase
+from agentbase import AgentBase, SyncAgentBase, resolve_db
 from agentbase.errors import ValidationError
 
 __all__ = ["MinimalAdapter"]
@@ -47,14 +47,7 @@ class MinimalAdapter:
 
     def __init__(self, db: AgentBase | SyncAgentBase | str | os.PathLike[str], *, embedder: Any = None,
                  settings: Any = None):
-        if isinstance(db, SyncAgentBase):
-            self.db, self._owned = db.aio, False
-        elif isinstance(db, AgentBase):
-            self.db, self._owned = db, False
-        elif isinstance(db, (str, os.PathLike)):
-            self.db, self._owned = AgentBase(db, settings=settings, embedder=embedder), True
-        else:
-            raise TypeError(f"db must be an AgentBase, SyncAgentBase or path, got {type(db).__name__}")
+        self.db, self._owned = resolve_db(db, settings=settings, embedder=embedder)
 
     # ------------------------------------------------------------------ sync
     def remember(self, text: str, who: str | None = None, tags: list[str] | None = None) -> str:
