@@ -109,3 +109,4 @@ async def test_async_context_manager_and_integrity(db_path):
     con = sqlite3.connect(db_path)
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()
+

@@ -243,8 +243,10 @@ class Database:
         if self.reader is None:
             raise StorageError("database is closed")
         try:
-            async with self.reader.execute(sql, params) as cur:
-                return list(await cur.fetchall())
+            # Execute and fetch in one job on the connection's thread: with a separate execute() and fetchall(),
+            # another coroutine's query could run in between, inside this statement's still-open read
+            # transaction, and see a stale snapshot (e.g. miss a row another coroutine has just committed).
+            return list(await self.reader.execute_fetchall(sql, params))
         except DRIVER_ERRORS as exc:
             raise StorageError(f"query failed: {exc}") from exc
 
