@@ -35,7 +35,7 @@ DEFAULT_ONNX_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
 EMBEDDERS = ("local", "onnx", "hash", "none")
 
 console = Console(stderr=True)
-out_console = Console()
+out_console = Console() if sys.stdout.isatty() else Console(width=220)
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -131,7 +131,8 @@ class EmbeddingCache:
     def seed(self, db_path: str | Path, model_id: str, scope: str, texts: Iterable[str]) -> int:
         """Copy the cached vectors of ``texts`` and of everything ``scope`` used before into ``db_path``.
 
-        Call it after ``initialize()`` (the table exists) and before ingest. Returns the rows copied.
+        Call it after ``initialize()`` created the table and ``close()`` released the file, before ingest (two
+        SQLite libraries must not have one file open at the same time). Returns the rows copied.
         """
         hashes = {text_sha(t) for t in texts}
         hashes.update(h for (h,) in self.conn.execute(
@@ -238,7 +239,15 @@ def machine_info() -> dict[str, Any]:
     except OSError:
         pass
     return {"nproc": os.cpu_count(), "cpu": cpu or platform.processor(), "ram_gib": ram,
-            "os": platform.platform(), "python": sys.version.split()[0]}
+            "os": platform.platform(), "python": sys.version.split()[0], "loadavg_start": load_average()}
+
+
+def load_average() -> list[float] | None:
+    """1/5/15-minute load averages: other processes on the machine skew every timing, so runs record them."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def now_iso() -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import EmbeddingCache, context_tokens, open_agentbase, text_sha
+from .common import EmbeddingCache, context_tokens, open_agentbase
 
 
 @dataclass
@@ -94,49 +94,83 @@ class AgentBaseDB:
     async def close(self, cache: EmbeddingCache | None, scope: str, keep: bool = False) -> None:
         model_id = getattr(self.db.embedder, "model_id", None)
         await self.db.close()
-        if cache is not None and model_id:
+        if cache is not None and model_id and not self.build.get("reused"):
             self.build["cache_rows_added"] = cache.write_back(self.path, model_id, scope)
         if not keep:
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("", "-wal", "-shm", ".done"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
 
 
 async def build_agentbase(path: Path, settings: Any, embedder: Any, conv: Any, *, cache: EmbeddingCache | None,
-                          scope: str, turn_key: TurnKeyFn) -> AgentBaseDB:
+                          scope: str, turn_key: TurnKeyFn, reuse: bool = False,
+                          pause_worker: bool = True) -> AgentBaseDB:
     """Fresh database at ``path``; seed the embedding cache; ingest ``conv`` through the public API; flush.
 
     ``build`` holds ``ingest_s`` (create/add/commit of every session, with the embedding worker running
     concurrently), ``flush_s`` (waiting for the remaining embedding jobs), ``total_s``, ``seed_s``, entry and
-    embedding counts and the cache hits.
+    embedding counts and the cache hits. With ``reuse``, a database left by an earlier ``--keep-dbs`` run (marked
+    complete by a ``.done`` file) is opened instead: retrieval-only experiments (other weights) then skip ingest;
+    its build figures are those recorded then.
     """
+    import json
+
     from agentbase.datasets import ingest_conversation
 
-    for suffix in ("", "-wal", "-shm"):
+    marker = Path(str(path) + ".done")
+    if reuse and path.exists() and marker.exists():
+        db = open_agentbase(path, settings, embedder)
+        await db.initialize()
+        build = {**json.loads(marker.read_text()), "reused": True}
+        return AgentBaseDB(db, path, await _message_meta(db, conv), build, turn_key, conv.user_id)
+    for suffix in ("", "-wal", "-shm", ".done"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     db = open_agentbase(path, settings, embedder)
     await db.initialize()
     build: dict[str, Any] = {"seeded": 0, "seed_s": 0.0}
     if cache is not None and embedder is not None:
+        # Seed while no AgentBase connection is open: the cache connection uses Python's sqlite3, the engine may
+        # use another SQLite library (sqlean), and two SQLite copies must never hold the same file open at once
+        # (closing one's descriptor drops the other's POSIX locks; sqlite.org/howtocorrupt.html section 2.2).
         t = time.perf_counter()
+        await db.close()
         build["seeded"] = cache.seed(path, embedder.model_id, scope,
                                      (t["content"] for s in conv.sessions for t in s.turns))
+        db = open_agentbase(path, settings, embedder)
+        await db.initialize()
         build["seed_s"] = time.perf_counter() - t
+    # Benchmark-only: the embedding worker is paused while the sessions are written and drained by flush()
+    # afterwards, so the timing splits cleanly (ingest_s = database + NER, flush_s = embedding) instead of two
+    # CPU-bound tasks sharing the cores. (Before commit aa75fab the concurrent worker could also make the shared
+    # reader connection serve a stale snapshot, failing create_session's read-back; --concurrent-embedding runs
+    # the worker during ingest as an application would.)
+    worker = getattr(db, "worker", None)
+    if worker is not None and pause_worker:
+        worker.enabled = False
     t0 = time.perf_counter()
-    counts = await ingest_conversation(db, conv)
+    try:
+        counts = await ingest_conversation(db, conv)
+    finally:
+        if worker is not None:
+            worker.enabled = db.vector_error is None
     t1 = time.perf_counter()
     pending = await db.flush()
     t2 = time.perf_counter()
     stats = await db.stats()
-    worker = getattr(db, "worker", None)
-    build.update(ingest_s=t1 - t0, flush_s=t2 - t1, total_s=t2 - t0, pending_jobs=pending,
+    build.update(pause_worker=pause_worker, ingest_s=t1 - t0, flush_s=t2 - t1, total_s=t2 - t0, pending_jobs=pending,
                  sessions=counts["sessions"], messages=counts["messages"], entries=stats["entries_total"],
                  embeddings=stats["embeddings"], embedded_now=getattr(worker, "embedded", 0),
                  cache_hits=getattr(worker, "cache_hits", 0), jobs=stats["jobs"], size_bytes=stats["size_bytes"])
+    marker.write_text(json.dumps(build, default=str))
+    return AgentBaseDB(db, path, await _message_meta(db, conv), build, turn_key, conv.user_id)
+
+
+async def _message_meta(db: Any, conv: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """(session id, message id) -> message metadata, read once after ingest."""
     msg_meta: dict[tuple[str, str], dict[str, Any]] = {}
     for s in conv.sessions:
         for m in await db.get_messages(s.session_id):
             msg_meta[(s.session_id, m.id)] = m.metadata
-    return AgentBaseDB(db, path, msg_meta, build, turn_key, conv.user_id)
+    return msg_meta
 
 
 # ---------------------------------------------------------------------------------------------- BM25
@@ -346,7 +380,3 @@ class Mem0System:
     def cleanup(self) -> None:
         self.close()
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def text_key(text: str) -> str:
-    return text_sha(text)
