@@ -31,7 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .engine import AgentBase
 from .errors import AgentBaseError, MissingDependencyError, NotFoundError
 from .graph import Neighborhood, Relation
-from .models import Entry, HistoryEvent, Message, SearchResult, Session, Trace
+from .models import (CommitResult, DeleteResult, Entry, EntryList, HistoryEvent, HistoryList, Message, MessageList,
+                     ResourceChunks, SearchResult, SearchResults, Session, Trace)
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -59,58 +60,10 @@ INSTRUCTIONS = (
 
 # ------------------------------------------------------------------------------------------------- results
 # Tool results are pydantic models, so clients get structured content and an output schema.
-class EntryList(BaseModel):
-    """A page of entries (``list_entries``)."""
-    entries: list[Entry]
-    count: int = Field(description="number of entries in this page")
-
-
-class SearchResults(BaseModel):
-    """Ranked hits of ``find`` / ``find_skills``; ``trace_id`` names the persisted retrieval trace."""
-    results: list[SearchResult]
-    trace_id: str | None = None
-
-
-class DeleteResult(BaseModel):
-    """Outcome of ``delete_entry``."""
-    entry_id: str
-    deleted: bool
-
-
-class HistoryList(BaseModel):
-    """ADD / UPDATE / DELETE events of one entry, oldest first."""
-    entry_id: str
-    events: list[HistoryEvent]
-
-
-class MessageList(BaseModel):
-    """Messages of a session in ``seq`` order."""
-    session_id: str
-    messages: list[Message]
-
-
-class ResourceChunks(BaseModel):
-    """The chunk entries written by ``add_resource``."""
-    uri: str
-    entries: list[Entry]
-
-
 class RelationList(BaseModel):
     """Relations of one entity from the temporal graph (``facts`` / ``timeline``)."""
     entity: str
     relations: list[Relation]
-
-
-class CommitResult(BaseModel):
-    """What ``commit_session`` wrote (zero LLM calls)."""
-    model_config = ConfigDict(extra="allow")
-    session_id: str
-    messages: int = 0
-    turns: int = 0
-    facts_added: int = 0
-    facts_hardened: int = 0
-    facts_superseded: int = 0
-    summary_id: str | None = None
 
 
 # ------------------------------------------------------------------------------------------------- server

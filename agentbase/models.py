@@ -13,7 +13,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CommitResult",
     "ContextType",
+    "DeleteResult",
+    "EntryList",
+    "HistoryList",
+    "MessageList",
+    "ResourceChunks",
+    "SearchResults",
     "Entry",
     "HistoryEvent",
     "Message",
@@ -174,3 +181,60 @@ class Trace(BaseModel):
     result_ids: list[str] = Field(default_factory=list)
     params: dict[str, Any] = Field(default_factory=dict)
     degrade_reason: str | None = None
+
+
+# Result envelopes shared by the transports (MCP tools and the /api/v1 HTTP routes), so both publish one schema.
+class EntryList(BaseModel):
+    """A page of entries."""
+
+    entries: list[Entry]
+    count: int = Field(description="number of entries in this page")
+
+
+class SearchResults(BaseModel):
+    """Ranked hits of ``find`` / ``find_skills``; ``trace_id`` names the persisted retrieval trace."""
+
+    results: list[SearchResult]
+    trace_id: str | None = None
+
+
+class DeleteResult(BaseModel):
+    """Outcome of a delete."""
+
+    entry_id: str
+    deleted: bool
+
+
+class HistoryList(BaseModel):
+    """ADD / UPDATE / DELETE events of one entry, oldest first."""
+
+    entry_id: str
+    events: list[HistoryEvent]
+
+
+class MessageList(BaseModel):
+    """Messages of a session in ``seq`` order."""
+
+    session_id: str
+    messages: list[Message]
+
+
+class ResourceChunks(BaseModel):
+    """The chunk entries written by ``add_resource``."""
+
+    uri: str
+    entries: list[Entry]
+
+
+class CommitResult(BaseModel):
+    """What ``commit_session`` wrote (zero LLM calls)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    session_id: str
+    messages: int = 0
+    turns: int = 0
+    facts_added: int = 0
+    facts_hardened: int = 0
+    facts_superseded: int = 0
+    summary_id: str | None = None

@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentbase.models import Entry, HistoryEvent, Message, SearchResult, Session
+from agentbase.models import (CommitResult, DeleteResult, Entry, EntryList, HistoryEvent, HistoryList, Message,
+                              MessageList, ResourceChunks, SearchResult, SearchResults, Session)
 
 __all__ = ["AddMemoryIn", "AddMessageIn", "AddResourceIn", "AddSkillIn", "CommitResult", "ContextTypeName",
            "CreateSessionIn", "DeleteResult", "EntryList", "FindIn", "FindSkillsIn", "HistoryList",
@@ -155,41 +156,6 @@ class FindSkillsIn(_In):
 
 
 # ------------------------------------------------------------------------------------------------- results
-class EntryList(BaseModel):
-    """A page of entries."""
-
-    entries: list[Entry]
-    count: int = Field(description="entries in this page")
-
-
-class SearchResults(BaseModel):
-    """Ranked hits; ``trace_id`` names the persisted retrieval trace."""
-
-    results: list[SearchResult]
-    trace_id: str | None = None
-
-
-class DeleteResult(BaseModel):
-    """Outcome of a delete."""
-
-    entry_id: str
-    deleted: bool
-
-
-class HistoryList(BaseModel):
-    """ADD / UPDATE / DELETE events of one entry, oldest first."""
-
-    entry_id: str
-    events: list[HistoryEvent]
-
-
-class MessageList(BaseModel):
-    """Messages of a session in ``seq`` order."""
-
-    session_id: str
-    messages: list[Message]
-
-
 class SessionList(BaseModel):
     """Sessions, newest first."""
 
@@ -202,23 +168,3 @@ class SessionDetail(BaseModel):
     session: Session
     messages: list[Message]
 
-
-class ResourceChunks(BaseModel):
-    """The chunk entries of one resource."""
-
-    uri: str
-    entries: list[Entry]
-
-
-class CommitResult(BaseModel):
-    """What a session commit wrote."""
-
-    model_config = ConfigDict(extra="allow")
-
-    session_id: str
-    messages: int = 0
-    turns: int = 0
-    facts_added: int = 0
-    facts_hardened: int = 0
-    facts_superseded: int = 0
-    summary_id: str | None = None
