@@ -139,9 +139,12 @@ def _prepare(raw: Any) -> dict[str, Any]:
         if raw.get(key) is not None:
             check_id(raw[key], key)
     meta = _check_meta(raw.get("metadata"))
+    try:
+        calls = json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"tool_calls must be JSON-serialisable: {exc}") from None
     return {"id": raw.get("id") or f"msg_{uuid.uuid4().hex}", "role": role, "content": content,
-            "name": raw.get("name"), "tool_calls": json.dumps(tool_calls, ensure_ascii=False) if tool_calls
-            else None, "tool_call_id": raw.get("tool_call_id"), "metadata": json.dumps(meta, ensure_ascii=False),
+            "name": raw.get("name"), "tool_calls": calls, "tool_call_id": raw.get("tool_call_id"), "metadata": json.dumps(meta, ensure_ascii=False),
             "created_at": to_db_time(parse_time(raw.get("created_at")) or utcnow())}
 
 
@@ -169,6 +172,11 @@ async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Me
     async with db.transaction() as conn:
         if await (await conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))).fetchone() is None:
             raise NotFoundError(f"session {session_id!r} not found")
+        ids = [m["id"] for m in prepared]
+        taken = await (await conn.execute(f"SELECT id FROM messages WHERE id IN ({','.join('?' * len(ids))})",
+                                          ids)).fetchall()
+        if taken or len(set(ids)) != len(ids):
+            raise ValidationError(f"message id already used: {taken[0][0] if taken else 'duplicate in batch'}")
         await _insert_messages(conn, session_id, prepared)
     ids = [m["id"] for m in prepared]
     rows = await db.fetchall(f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({','.join('?' * len(ids))}) "
@@ -297,8 +305,9 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
             links.append((session_id, entry.id, "turn", msg.seq))
             if msg.role == "user":
                 for fact in extract_facts(msg.content, subject=msg.name or "User"):
-                    outcome, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, embed, now)
-                    result[outcome] += 1
+                    counts, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, embed, now)
+                    for key, n in counts.items():
+                        result[key] += n
                     links.append((session_id, eid, "fact", msg.seq))
         from .graph import ingest_session_relations  # temporal graph relations from the committed turns
         await ingest_session_relations(ab, conn, session, turns, entity_lists, links)
@@ -315,7 +324,7 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
 
 async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], session_id: str, msg: Message,
                       tags: list[str], embed: bool, now: Any) -> tuple[str, str]:
-    """Insert, harden or supersede one extracted fact. Returns (result key, entry id)."""
+    """Insert, harden or supersede one extracted fact. Returns (counter increments, entry id)."""
     owner_sql = " AND ".join(f"{k} IS ?" for k in owners)
     owner_params = list(owners.values())
     text_hash = content_hash(fact.text)
@@ -327,14 +336,14 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         hardened = old.model_copy(update={"confidence": min(1.0, old.confidence + ab.settings.ingest.confidence_step),
                                           "updated_at": now})
         await update_entry_row(conn, row[0], old, hardened, engine=ab.db.vector_engine, embed=embed)
-        return "facts_hardened", old.id
+        return {"facts_hardened": 1}, old.id
     entry = ab._build_entry(
         fact.text, category=fact.category, tags=tags, metadata={"source": "session", "message_id": msg.id,
                                                                 "fact_key": fact.subject_key, "value": fact.value},
         scope=Scope.GLOBAL, owners={**owners, "session_id": session_id}, confidence=float(fact.confidence),
         importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None, extra={},
         extract_entities=False)
-    outcome = "facts_added"
+    counts = {"facts_added": 1, "facts_superseded": 0}
     if fact.subject_key:
         prev = await (await conn.execute(
             f"SELECT rid, id, l2_full FROM entries WHERE fact_key = ? AND status = 'active' AND superseded_by IS NULL "
@@ -344,9 +353,9 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
                                (entry.id, to_db_time(now), rid))
             await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
                                  {"superseded_by": entry.id})
-            outcome = "facts_superseded"
+            counts["facts_superseded"] += 1
     await insert_entry(conn, entry, fact_key=fact.subject_key, embed=embed)
-    return outcome, entry.id
+    return counts, entry.id
 
 
 async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any], embed: bool) -> str | None:

@@ -102,3 +102,21 @@ async def test_resources_and_skills(db):
     await db.flush()
     hits = await db.find("how do I deploy", context_type="skill")
     assert hits[0].entry.id == skill.id and hits[0].entry.name == "deploy-service"
+
+
+async def test_unserialisable_metadata_duplicate_and_empty_ids_are_validation_errors(db):
+    e = await db.add_memory("first", entry_id="fixed-id")
+    with pytest.raises(ValidationError):
+        await db.add_memory("second", entry_id="fixed-id")
+    with pytest.raises(ValidationError):
+        await db.add_memory("third", entry_id="")
+    with pytest.raises(ValidationError):
+        await db.add_memory("fourth", metadata={"x": object()})
+    s = await db.create_session()
+    with pytest.raises(ValidationError):
+        await db.add_message(s.id, "assistant", "", tool_calls=[{"f": object()}])
+    m = await db.add_message(s.id, "user", "hi", message_id="msg-1")
+    with pytest.raises(ValidationError):
+        await db.add_message(s.id, "user", "again", message_id="msg-1")
+    assert [x.id for x in await db.list()] == [e.id]
+    assert [x.id for x in await db.get_messages(s.id)] == [m.id]

@@ -67,7 +67,7 @@ async def test_repeated_fact_hardens_and_changed_fact_supersedes(db):
     s3 = await db.create_session(user_id="maya")
     await db.add_message(s3.id, "user", "My favorite color is green.")
     r3 = await db.commit_session(s3.id)
-    assert r3["facts_superseded"] == 1
+    assert r3["facts_superseded"] == 1 and r3["facts_added"] == 1
     facts = await db.list(user_id="maya", category="preference")
     assert len(facts) == 1 and "green" in facts[0].l2_full
     everything = await db.list(user_id="maya", category="preference", exclude_superseded=False)

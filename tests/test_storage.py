@@ -69,10 +69,14 @@ async def test_other_dimension_gives_typed_error_and_keyword_search_works(db_pat
     assert hybrid[0].entry.id == e.id
     assert "agentbase reindex" in (await second.stats())["degrade_reason"]
     assert (await second.get(e.id)).l2_full.startswith("the blue whale")
+    # written while the dimensions disagree: its embedding job waits instead of being dropped
+    late = await second.add_memory("the octopus has three hearts", user_id="u")
+    assert (await second.stats())["jobs"].get("pending") == 1
     out = await second.reindex()
-    assert out["entries"] == 1
+    assert out["entries"] == 2
     await second.flush()
     assert (await second.find("largest animal whale", mode="vector"))[0].entry.id == e.id
+    assert (await second.find("octopus three hearts", mode="vector"))[0].entry.id == late.id
     await second.close()
 
 

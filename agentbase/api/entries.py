@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
 from typing import Any
@@ -33,7 +34,9 @@ class EntriesAPI:
 
     # ------------------------------------------------------------------ entries
     def _embed_enabled(self) -> bool:
-        return self.embedder is not None and self.vector_error is None
+        # Jobs are queued even while the stored vectors have another dimension: the worker is paused then, and
+        # the jobs run once the file is reopened with the matching embedder (or after `reindex`).
+        return self.embedder is not None
 
     def _notify(self) -> None:
         if self.worker is not None:
@@ -102,6 +105,10 @@ class EntriesAPI:
             raise ValidationError("category must be a non-empty string")
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError("metadata must be a dict")
+        try:
+            json.dumps(metadata)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
         for key, value in owners.items():
             if value is not None:
                 check_id(value, key)
@@ -118,7 +125,7 @@ class EntriesAPI:
             raise ValidationError(str(exc)) from None
         now = utcnow()
         return Entry(
-            id=check_id(entry_id, "entry_id") if entry_id else str(uuid.uuid4()), context_type=ctype,
+            id=check_id(entry_id, "entry_id") if entry_id is not None else str(uuid.uuid4()), context_type=ctype,
             category=category, l0_abstract=l0_abstract(content), l1_overview=l1_overview(content), l2_full=content,
             tags=self._tags_for(content, check_tags(tags)) if extract_entities else check_tags(tags),
             metadata=dict(metadata or {}), scope=scope_v,
@@ -135,6 +142,8 @@ class EntriesAPI:
                                                   {k: getattr(entry, k) for k in OWNER_KEYS})
             if existing is not None:
                 return await self._harden(existing)
+        if kw.get("entry_id") is not None and await db.fetchone("SELECT 1 FROM entries WHERE id = ?", (entry.id,)):
+            raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
         async with db.transaction() as conn:
             await insert_entry(conn, entry, fact_key=None, embed=self._embed_enabled())
         self._notify()
