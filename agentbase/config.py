@@ -27,6 +27,9 @@ class StorageSettings(BaseModel):
     # FULL fsyncs the WAL at every commit, so an acknowledged write also survives power loss; NORMAL survives
     # process crashes only (https://www.sqlite.org/pragma.html#pragma_synchronous).
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    # Exact KNN from an in-process float32 matrix of the stored vectors while they fit in this many MiB (a 384-d
+    # vector takes 1.5 KiB: 100k entries ~ 147 MiB); above it, or at 0, queries go to sqlite-vec on disk.
+    vector_cache_mb: int = Field(default=512, ge=0)
 
 
 class EmbedderSettings(BaseModel):
@@ -51,6 +54,10 @@ class IngestSettings(BaseModel):
     # only. Embedding cost grows with text length, and the LongMemEval paper finds user-side keys retrieve best.
     embed_roles: list[str] = Field(default_factory=lambda: ["user"])
     ner_max_chars: int = 2000  # entity extraction reads at most this many characters of each turn
+    # Turns of these roles go through the configured NER (spaCy when installed); other turns (typically long
+    # assistant replies, 6-7x longer than user turns in LongMemEval) get the regex extractor's tags, which cost
+    # ~50x less. spaCy on every turn made it the largest ingest cost (docs/benchmarks.md, perf).
+    ner_roles: list[str] = Field(default_factory=lambda: ["user"])
 
 
 class RetrievalSettings(BaseModel):

@@ -19,6 +19,7 @@ from .api.sessions import SessionsAPI
 from .config import Settings, load_settings
 from .embeddings import create_embedder
 from .errors import DimensionMismatchError, UsageError, ValidationError
+from .index.matrix import VectorMatrix
 from .index.vector import VEC_TABLE, create_vec_table
 from .ingest.worker import EmbeddingWorker
 from .models import SearchResult, Trace, utcnow
@@ -67,8 +68,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         self.embedder: Any = None
         self.extractor: Any = None
         self.query_extractor: Any = None
+        self.regex_extractor: Any = None
         self.db: Database | None = None
         self.worker: EmbeddingWorker | None = None
+        self.matrix: VectorMatrix | None = None
         self.vector_error: DimensionMismatchError | None = None
         self._init_lock: asyncio.Lock | None = None
         self._closed = False
@@ -114,6 +117,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 return self
             self.embedder = self._embedder_arg or create_embedder(self.settings.embedder)
             self.extractor = create_extractor(self.settings.ner)
+            self.regex_extractor = self.extractor if self.extractor.name == "regex" else create_extractor("regex")
             qner = self.settings.retrieval.query_ner
             self.query_extractor = self.extractor if qner == self.extractor.name else create_extractor(qner)
             db = await open_database(self.path, busy_timeout_s=self.settings.storage.busy_timeout_s,
@@ -122,6 +126,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             self.db = db
             if self.embedder is not None:
                 await self._check_dims()
+                cache_mb = self.settings.storage.vector_cache_mb
+                self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 else None
                 self.worker = EmbeddingWorker(db, self.embedder, batch_size=self.settings.embedder.batch_size,
                                               max_chars=self.settings.embedder.max_chars)
                 self.worker.enabled = self.vector_error is None
@@ -264,7 +270,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         Returns:
             ``{"path", "schema_version", "driver", "vector_engine", "degrade_reason", "embedder", "vector_dims",
             "ner", "entries" (by context_type), "sessions", "messages", "embeddings", "jobs" (by status),
-            "traces", "size_bytes"}``.
+            "vector_cache" ({"rows", "mb"} of the in-process vector matrix, or None), "traces", "size_bytes"}``.
         """
         db = await self._open()
         await self._drain_background()
@@ -285,6 +291,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             "sessions": await scalar("SELECT COUNT(*) FROM sessions"),
             "messages": await scalar("SELECT COUNT(*) FROM messages"),
             "embeddings": await scalar("SELECT COUNT(*) FROM embeddings"), "jobs": jobs,
+            "vector_cache": {"rows": self.matrix.rows, "mb": round(self.matrix.nbytes / 1048576, 2)}
+            if self.matrix is not None else None,
             "traces": await scalar("SELECT COUNT(*) FROM retrieval_traces"),
             "size_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }

@@ -272,12 +272,7 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
         return result
     owners = {"user_id": session.user_id, "agent_id": session.agent_id, "project_id": session.project_id}
     turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
-    limit = ab.settings.ingest.ner_max_chars
-    texts = [m.content[:limit] for m in turns]
-    extractor = ab.extractor
-    # spaCy costs milliseconds per message: run it off the engine loop so other calls keep flowing.
-    entity_lists = await asyncio.to_thread(extractor.extract_many, texts) if hasattr(extractor, "extract_many") \
-        else [extractor.extract(t) for t in texts]
+    entity_lists = await _turn_entities(ab, turns)
     embed_roles = set(ab.settings.ingest.embed_roles)
     embed = ab._embed_enabled()
     now = utcnow()
@@ -320,6 +315,27 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
         await conn.execute("UPDATE sessions SET committed_seq = ?, status = 'committed', updated_at = ? WHERE id = ?",
                            (new[-1].seq, to_db_time(now), session_id))
     return result
+
+
+async def _turn_entities(ab: Any, turns: list[Message]) -> list[list[Any]]:
+    """Entities of each turn: the configured extractor for roles in ``ingest.ner_roles``, regex for the rest."""
+    limit = ab.settings.ingest.ner_max_chars
+    ner_roles = set(ab.settings.ingest.ner_roles)
+    main = [i for i, m in enumerate(turns) if m.role in ner_roles or ab.extractor.name == "regex"]
+    out: list[list[Any]] = [[] for _ in turns]
+    if main:
+        texts = [turns[i].content[:limit] for i in main]
+        # spaCy costs milliseconds per message: run it off the engine loop so other calls keep flowing.
+        found = ab.extractor.extract_many(texts) if ab.extractor.name == "regex" else \
+            await asyncio.to_thread(ab.extractor.extract_many, texts)
+        for i, ents in zip(main, found):
+            out[i] = ents
+    chosen = set(main)
+    rest = [i for i in range(len(turns)) if i not in chosen]
+    if rest:
+        for i, ents in zip(rest, ab.regex_extractor.extract_many([turns[i].content[:limit] for i in rest])):
+            out[i] = ents
+    return out
 
 
 async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], session_id: str, msg: Message,

@@ -3,6 +3,8 @@
 The ``embeddings`` table is the source of truth (model id, dimension, vector bytes per entry); ``vec_entries`` is a
 derived vec0 table keyed by the entry's rowid. KNN queries take the caller's filter as a ``rowid IN (subquery)``
 constraint, which sqlite-vec applies *before* choosing the k nearest, so filtered searches always fill top_k.
+When the vectors fit the configured memory cap, an in-process matrix (:mod:`agentbase.index.matrix`) answers the
+same exact query much faster.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from .matrix import VectorMatrix
 
 __all__ = ["VEC_TABLE", "create_vec_table", "delete_vector", "knn", "upsert_vector"]
 
@@ -43,32 +47,65 @@ async def delete_vector(conn: Any, engine: str, rid: int) -> None:
             await conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid = ?", (rid,))
 
 
-async def knn(db: Any, engine: str, query: np.ndarray, k: int, filter_sql: str,
-              params: list[Any]) -> list[tuple[int, float]]:
-    """Return up to ``k`` ``(rowid, cosine_distance)`` pairs nearest to ``query`` among rows passing the filter.
+async def knn(db: Any, engine: str, query: np.ndarray, k: int, where: str, params: list[Any],
+              matrix: VectorMatrix | None = None) -> tuple[list[tuple[int, float]], str]:
+    """Return up to ``k`` ``(rowid, cosine_distance)`` pairs nearest to ``query`` among entries passing a filter.
+
+    Exact search in every case. With ``matrix`` (and the vectors within its memory cap) the in-process matrix
+    ranks all rows, and the filter is checked in SQL on the best ``4k`` (at least 256); if fewer than ``k`` pass,
+    the scan is repeated over the filter's full row set. Otherwise sqlite-vec's vec0 KNN runs with the filter as a
+    ``rowid IN (subquery)`` constraint, or, without sqlite-vec, a numpy scan over the rows read from SQL.
 
     Args:
         db: a :class:`~agentbase.storage.Database`.
         engine: ``"sqlite-vec"`` or ``"numpy"``.
         query: L2-normalised float32 vector.
         k: number of neighbours.
-        filter_sql: a SELECT returning the allowed entry rowids (``SELECT e.rid FROM entries e WHERE ...``).
+        where: an SQL condition on ``entries`` aliased ``e`` (e.g. ``e.status = ? AND e.user_id = ?``).
         params: its parameters.
+        matrix: the process's :class:`~agentbase.index.matrix.VectorMatrix`, or None.
 
     Returns:
-        Pairs sorted by ascending distance (0 = identical direction, 2 = opposite).
+        (pairs sorted by ascending distance (0 = identical direction, 2 = opposite), the engine that answered:
+        ``"memory"``, ``"sqlite-vec"`` or ``"numpy"``).
+
+    Raises:
+        StorageError: the queries failed.
     """
+    if matrix is not None and await matrix.refresh(db):
+        return await _knn_matrix(db, matrix, query, k, where, params), "memory"
     qbytes = np.asarray(query, dtype=np.float32).tobytes()
+    filter_sql = f"SELECT e.rid FROM entries e WHERE {where}"
     if engine == "sqlite-vec":
         sql = (f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
                f"AND rowid IN ({filter_sql}) ORDER BY distance")
         rows = await db.fetchall(sql, [qbytes, int(k), *params])
-        return [(int(r[0]), float(r[1])) for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows], engine
     rows = await db.fetchall(f"SELECT rid, vector FROM embeddings WHERE rid IN ({filter_sql})", params)
     if not rows:
-        return []
+        return [], engine
     rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    dist = 1.0 - matrix @ np.asarray(query, dtype=np.float32)
-    top = np.argsort(dist, kind="stable")[:k]
-    return [(int(rids[i]), float(dist[i])) for i in top]
+    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    dist = 1.0 - mat @ np.asarray(query, dtype=np.float32)
+    top = np.lexsort((rids, dist))[:k]
+    return [(int(rids[i]), float(dist[i])) for i in top], engine
+
+
+async def _knn_matrix(db: Any, matrix: VectorMatrix, query: np.ndarray, k: int, where: str,
+                      params: list[Any]) -> list[tuple[int, float]]:
+    head = matrix.nearest(query, max(4 * k, 256))
+    if not head:
+        return []
+    rids = [rid for rid, _ in head]
+    allowed: set[int] = set()
+    for start in range(0, len(rids), 500):
+        part = rids[start:start + 500]
+        rows = await db.fetchall(f"SELECT e.rid FROM entries e WHERE e.rid IN ({','.join('?' * len(part))}) "
+                                 f"AND {where}", [*part, *params])
+        allowed.update(int(r[0]) for r in rows)
+    passed = [pair for pair in head if pair[0] in allowed]
+    if len(passed) >= k or len(head) >= matrix.rows:
+        return passed[:k]
+    # A selective filter: rank the filter's own rows (its rowids come from SQL, typically through an index).
+    rows = await db.fetchall(f"SELECT e.rid FROM entries e WHERE {where}", params)
+    return matrix.nearest(query, k, [int(r[0]) for r in rows])

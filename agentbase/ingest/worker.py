@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..embeddings.base import embed_long_documents
+from ..index.matrix import LOG_KEEP
 from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
 from ..timeutil import to_db_time
@@ -27,7 +28,8 @@ __all__ = ["EmbeddingWorker", "embed_text"]
 
 log = logging.getLogger("agentbase.jobs")
 
-LEASE_S = 120
+LEASE_S = 30  # seconds a claimed batch stays reserved; a crashed process's jobs return after this (a batch
+#   embeds in a few seconds; an expired lease at worst embeds a batch twice, and the write is idempotent)
 MAX_ATTEMPTS = 6
 MAX_BACKOFF_S = 300
 
@@ -151,6 +153,8 @@ class EmbeddingWorker:
                         await upsert_vector(conn, self.db.vector_engine, row[1], vec)
                 await conn.execute("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL "
                                    "WHERE id = ? AND status = 'running'", (stamp, job_id))
+            await conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT MAX(seq) FROM vector_log) - ?",
+                               (LOG_KEEP,))
         return len(claimed)
 
     async def _ensure_dims(self, conn: Any, dims: int, model_id: str) -> None:

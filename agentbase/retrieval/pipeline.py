@@ -91,10 +91,10 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if use_vector:
         qvec = await asyncio.to_thread(ab.embedder.embed_query, query)
         tracer.step("embed_query", dims=int(len(qvec)))
-        vec = await knn(db, db.vector_engine, qvec, n, f"SELECT e.rid FROM entries e WHERE {where}", params)
+        vec, engine = await knn(db, db.vector_engine, qvec, n, where, params, ab.matrix)
         rankings["vector"] = [rid for rid, _ in vec]
         distances = dict(vec)
-        tracer.step("candidates_vector", candidates_out=len(vec), limit=n, engine=db.vector_engine)
+        tracer.step("candidates_vector", candidates_out=len(vec), limit=n, engine=engine)
     elif p.mode != "fts":
         tracer.degrade_reason = degrade
     if p.mode == "hybrid" and degrade:

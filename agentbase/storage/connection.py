@@ -1,12 +1,13 @@
 """SQLite connections: driver choice, PRAGMAs, extension loading, transactions and error translation.
 
 Driver choice (ARCHITECTURE.md section 4): the stdlib ``sqlite3`` when it can load extensions, else
-``sqlean-py`` (a maintained SQLite build with extension loading and FTS5). Both run through aiosqlite, which accepts
-any sqlite3-compatible connect function. ``sqlite-vec`` provides the vector index; if it cannot load, vector search
+``sqlean-py`` (a maintained SQLite build with extension loading and FTS5). Reads run through aiosqlite, which accepts
+any sqlite3-compatible connect function; writes run on the engine loop thread (see :class:`Writer`). ``sqlite-vec`` provides the vector index; if it cannot load, vector search
 falls back to a numpy scan over the stored vectors and the reason is reported (``Database.degrade_reason``).
 
-Concurrency: WAL, ``busy_timeout``, one writer connection per process serialised by an ``asyncio.Lock``, a separate
-reader connection; ``BEGIN IMMEDIATE`` is retried on SQLITE_BUSY so several processes can share one file.
+Concurrency: WAL, ``busy_timeout``, one writer connection per process (used on the engine loop thread, serialised by
+an ``asyncio.Lock``), a separate aiosqlite reader connection; ``BEGIN IMMEDIATE`` is retried on SQLITE_BUSY so
+several processes can share one file.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ def _choose_driver() -> tuple[Callable[..., Any], str]:
     return sqlean.connect, "sqlean"
 
 
+WRITER_BUSY_MS = 50  # longest SQLite-internal lock wait of the writer (milliseconds); see Database.open
+
+
 def _is_busy(exc: BaseException) -> bool:
     msg = str(exc).lower()
     return "locked" in msg or "busy" in msg
@@ -92,19 +96,27 @@ class Result:
 
 
 class Writer:
-    """The writer connection as seen inside :meth:`Database.transaction`: every statement is run to completion."""
+    """The writer connection as seen inside :meth:`Database.transaction`.
 
-    def __init__(self, conn: aiosqlite.Connection):
+    Statements run synchronously on the calling (engine loop) thread: a write transaction holds the process's write
+    lock anyway, and a hop to a connection thread costs ~0.2-0.7 ms per statement on these machines against a few
+    microseconds for the statement itself, which made multi-statement writes (a session commit) hop-bound. Only
+    ``BEGIN IMMEDIATE`` can wait on another process in WAL mode; it is retried with async sleeps
+    (:meth:`Database._retry_busy`), so the loop is never parked on a lock.
+    """
+
+    def __init__(self, conn: Any):
         self._conn = conn
 
     async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Result:
-        async with self._conn.execute(sql, params) as cur:
-            rows = list(await cur.fetchall())
-            return Result(rows, cur.rowcount, cur.lastrowid)
+        cur = self._conn.execute(sql, params)
+        try:
+            return Result(cur.fetchall(), cur.rowcount, cur.lastrowid)
+        finally:
+            cur.close()
 
     async def executemany(self, sql: str, seq: Iterable[Any]) -> None:
-        async with self._conn.executemany(sql, seq):
-            pass
+        self._conn.executemany(sql, seq).close()
 
 
 class Database:
@@ -125,37 +137,32 @@ class Database:
         self.driver = ""
         self.vector_engine = "numpy"
         self.degrade_reason: str | None = None
-        self.writer: aiosqlite.Connection | None = None
+        self.writer: Any = None  # a driver connection, used on the engine loop thread only
         self.reader: aiosqlite.Connection | None = None
+        self._vec_failures: list[str] = []
         self._write_lock = asyncio.Lock()
 
-    async def _connect(self) -> aiosqlite.Connection:
+    def _connect_raw(self, busy_ms: int) -> Any:
+        """A driver connection with sqlite-vec loaded (when wanted), foreign keys and the synchronous level."""
         connect, self.driver = _choose_driver()
-        busy_ms = int(self.busy_timeout_s * 1000)
-        want_vec = self._requested_engine != "numpy"
-        reasons: list[str] = []
+        conn = connect(str(self.path), timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False)
+        if self._requested_engine != "numpy":
+            reason = _load_vec(conn)
+            if reason:
+                self._vec_failures.append(reason)
+        conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        return conn
 
-        def connector() -> Any:
-            conn = connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None,
-                           check_same_thread=False)
-            if want_vec:
-                reason = _load_vec(conn)
-                if reason:
-                    reasons.append(reason)
-            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            return conn
-
-        conn = aiosqlite.Connection(connector, 64)
-        await conn
-        if not want_vec:
+    def _set_engine(self) -> None:
+        if self._requested_engine == "numpy":
             self.vector_engine, self.degrade_reason = "numpy", "vector engine set to numpy in settings"
-        elif reasons:
-            self.vector_engine, self.degrade_reason = "numpy", reasons[0] + "; using the numpy fallback index"
+        elif self._vec_failures:
+            self.vector_engine, self.degrade_reason = ("numpy", self._vec_failures[0]
+                                                       + "; using the numpy fallback index")
         else:
             self.vector_engine, self.degrade_reason = "sqlite-vec", None
-        return conn
 
     async def open(self, *, migrate_to: int = SCHEMA_VERSION) -> None:
         """Open both connections, enable WAL and apply pending migrations.
@@ -165,10 +172,17 @@ class Database:
             StorageError: the file cannot be opened (not a database, permissions, ...).
         """
         try:
-            self.writer = await self._connect()
+            # The writer sleeps inside SQLite on a lock for at most WRITER_BUSY_MS (it would park the event loop):
+            # that covers transient WAL locks, while a write lock held by another process makes BEGIN IMMEDIATE
+            # fail fast and retry with async sleeps for up to busy_timeout_s. The reader is an aiosqlite
+            # connection with its own thread and the full busy timeout.
+            self.writer = self._connect_raw(WRITER_BUSY_MS)
+            busy_ms = int(self.busy_timeout_s * 1000)
+            self.reader = aiosqlite.Connection(lambda: self._connect_raw(busy_ms), 64)
+            await self.reader
+            self._set_engine()
             await self._retry_busy(lambda: Writer(self.writer).execute("PRAGMA journal_mode = WAL"))
             await self._migrate(migrate_to)
-            self.reader = await self._connect()
         except DRIVER_ERRORS as exc:
             await self.close()
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
@@ -257,12 +271,14 @@ class Database:
 
     async def close(self) -> None:
         """Close both connections (idempotent)."""
-        for name in ("reader", "writer"):
-            conn = getattr(self, name)
-            setattr(self, name, None)
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    await conn.close()
+        reader, writer = self.reader, self.writer
+        self.reader = self.writer = None
+        if reader is not None:
+            with contextlib.suppress(Exception):
+                await reader.close()
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
 
 
 def _split_sql(script: str) -> Iterable[str]:

@@ -222,5 +222,23 @@ CREATE TABLE agent_heartbeats (
 CREATE INDEX ix_heartbeats_project ON agent_heartbeats(project_id, last_seen_at);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+# Version 4: a log of changed embedding rows, so in-process vector matrices (index/matrix.py) in any process can
+# catch up with writes made through other connections by re-reading only the changed rows.
+_V4 = """
+CREATE TABLE vector_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    rid INTEGER NOT NULL
+);
+CREATE TRIGGER embeddings_log_ai AFTER INSERT ON embeddings BEGIN
+    INSERT INTO vector_log(rid) VALUES (new.rid);
+END;
+CREATE TRIGGER embeddings_log_au AFTER UPDATE ON embeddings BEGIN
+    INSERT INTO vector_log(rid) VALUES (new.rid);
+END;
+CREATE TRIGGER embeddings_log_ad AFTER DELETE ON embeddings BEGIN
+    INSERT INTO vector_log(rid) VALUES (old.rid);
+END;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 SCHEMA_VERSION = len(MIGRATIONS)

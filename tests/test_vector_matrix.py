@@ -1,0 +1,114 @@
+"""The in-process vector matrix: same results as sqlite-vec, kept current across connections, exact under filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from agentbase import AgentBase, load_settings
+from agentbase.embeddings import HashEmbedder
+from agentbase.index.matrix import VectorMatrix
+from agentbase.index.vector import knn
+
+TEXTS = [f"note {i} about {topic}" for i, topic in enumerate(
+    ["pizza dough", "hiking boots", "tax return", "pizza oven", "garden beds", "piano lessons", "road bike",
+     "pizza night", "chess club", "tax deadline", "sourdough", "marathon"] * 3)]
+
+
+def _open(path: Path, cache_mb: int) -> AgentBase:
+    settings = load_settings(ner="regex")
+    settings.storage.vector_cache_mb = cache_mb
+    return AgentBase(path, settings=settings, embedder=HashEmbedder(dims=64))
+
+
+async def _ids(db: AgentBase, query: str, **kw) -> list[str]:
+    return [r.entry.id for r in await db.find(query, mode="vector", top_k=10, **kw)]
+
+
+async def _engine(db: AgentBase) -> str:
+    trace = await db.get_trace((await db.find("pizza", mode="vector"))[0].trace_id)
+    return next(s.details["engine"] for s in trace.steps if s.name == "candidates_vector")
+
+
+def _same_ranking(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
+    """Equal distances (float32 tolerance) and the same rowids, except among rows tied with the last one kept."""
+    if len(a) != len(b) or not np.allclose([d for _, d in a], [d for _, d in b], atol=1e-5):
+        return False
+    cut = round(a[-1][1], 4) if a else 0.0
+    return {rid for rid, d in a if round(d, 4) < cut} == {rid for rid, d in b if round(d, 4) < cut}
+
+
+async def test_matrix_matches_sqlite_vec(tmp_path: Path):
+    db = _open(tmp_path / "m.db", 512)
+    for i, text in enumerate(TEXTS):
+        await db.add_memory(text, user_id="a" if i % 2 else "b")
+    await db.flush()
+    for query, where, params in [("pizza", "e.status = ?", ["active"]), ("tax", "e.status = ?", ["active"]),
+                                 ("pizza", "e.user_id = ?", ["b"]), ("bike", "e.user_id = ?", ["a"])]:
+        q = np.asarray(db.embedder.embed_query(query), dtype=np.float32)
+        memory, engine = await knn(db.db, "sqlite-vec", q, 10, where, params, db.matrix)
+        assert engine == "memory"
+        disk, engine = await knn(db.db, "sqlite-vec", q, 10, where, params, None)
+        assert engine == "sqlite-vec"
+        scan, engine = await knn(db.db, "numpy", q, 10, where, params, None)
+        assert _same_ranking(memory, disk) and _same_ranking(memory, scan), (query, where)
+    assert await _engine(db) == "memory"
+    assert (await db.stats())["vector_cache"]["rows"] == len(TEXTS)
+    await db.close()
+
+    disk_only = _open(tmp_path / "m.db", 0)
+    assert await _engine(disk_only) == "sqlite-vec"
+    await disk_only.close()
+
+
+async def test_matrix_sees_writes_of_another_connection(tmp_path: Path):
+    path = tmp_path / "m.db"
+    reader, writer = _open(path, 512), _open(path, 512)
+    first = await reader.add_memory("the pizza oven reaches 450 C", user_id="u")
+    await reader.flush()
+    assert await _ids(reader, "pizza oven", user_id="u") == [first.id]
+
+    second = await writer.add_memory("a new pizza oven stone arrived", user_id="u")
+    await writer.flush()
+    assert set(await _ids(reader, "pizza oven", user_id="u")) == {first.id, second.id}
+
+    await writer.update(second.id, content="the garden beds need compost")
+    await writer.flush()
+    await writer.delete(first.id)
+    hits = await reader.find("garden compost", mode="vector", user_id="u")
+    assert [r.entry.id for r in hits] == [second.id]
+    assert reader.matrix is not None and reader.matrix.rows == 1
+    await writer.close()
+    await reader.close()
+
+
+async def test_selective_filter_fills_top_k(tmp_path: Path):
+    db = _open(tmp_path / "m.db", 512)
+    for i in range(300):
+        await db.add_memory(f"pizza memory number {i}", user_id="a")
+    mine = [await db.add_memory(f"pizza for b, take {i}", user_id="b") for i in range(3)]
+    await db.flush()
+    hits = await _ids(db, "pizza", user_id="b")
+    assert sorted(hits) == sorted(e.id for e in mine)
+    await db.close()
+
+
+async def test_cap_falls_back_and_pruned_log_reloads(tmp_path: Path):
+    db = _open(tmp_path / "m.db", 512)
+    for text in TEXTS[:6]:
+        await db.add_memory(text)
+    await db.flush()
+    tiny = VectorMatrix(max_bytes=64 * 4 * 3)  # room for three 64-d vectors
+    assert await tiny.refresh(db.db) is False and tiny.rows == 0
+
+    big = VectorMatrix(max_bytes=1 << 20)
+    assert await big.refresh(db.db) and big.rows == 6
+    async with db.db.transaction() as conn:  # simulate pruning far past this reader's position
+        await conn.execute("UPDATE embeddings SET created_at = created_at")
+        await conn.execute("DELETE FROM vector_log")
+        await conn.execute("DELETE FROM embeddings WHERE rid = (SELECT MIN(rid) FROM embeddings)")
+    assert await big.refresh(db.db) and big.rows == 5
+    q = np.asarray(db.embedder.embed_query(TEXTS[1]), dtype=np.float32)
+    assert big.nearest(q, 1)[0][1] < 1e-5
+    await db.close()
