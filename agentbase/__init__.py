@@ -24,7 +24,7 @@ from .sync import SyncAgentBase, resolve_db, run_sync
 
 __version__ = "0.1.0"
 
-__all__ = sorted([
+__all__ = [
     "AgentBase",
     "AgentBaseError",
     "ConfigError",
@@ -51,4 +51,4 @@ __all__ = sorted([
     "load_settings",
     "resolve_db",
     "run_sync",
-])
+]

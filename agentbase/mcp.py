@@ -26,12 +26,12 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from .engine import AgentBase
 from .errors import AgentBaseError, MissingDependencyError, NotFoundError
 from .graph import Neighborhood, Relation
-from .models import (CommitResult, DeleteResult, Entry, EntryList, HistoryEvent, HistoryList, Message, MessageList,
+from .models import (CommitResult, DeleteResult, Entry, EntryList, HistoryList, Message, MessageList,
                      ResourceChunks, SearchResult, SearchResults, Session, Trace)
 
 try:

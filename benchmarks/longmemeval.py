@@ -386,13 +386,13 @@ def timing_rows(payload: dict[str, Any]) -> list[list[Any]]:
         rows.append([f"{name}: find(top_k=10) wall ms", t["latency_ms_k10"]["mean"], t["latency_ms_k10"]["p50"],
                      t["latency_ms_k10"]["p95"]])
         if name.startswith("agentbase"):
-            rows.append([f"  trace total ms", t["trace_total_ms_k10"]["mean"], t["trace_total_ms_k10"]["p50"],
+            rows.append(["  trace total ms", t["trace_total_ms_k10"]["mean"], t["trace_total_ms_k10"]["p50"],
                          t["trace_total_ms_k10"]["p95"]])
-            rows.append([f"  embed_query ms", t["embed_query_ms_k10"]["mean"], t["embed_query_ms_k10"]["p50"],
+            rows.append(["  embed_query ms", t["embed_query_ms_k10"]["mean"], t["embed_query_ms_k10"]["p50"],
                          t["embed_query_ms_k10"]["p95"]])
-            rows.append([f"  find minus embed_query ms", t["find_minus_embed_ms_k10"]["mean"],
+            rows.append(["  find minus embed_query ms", t["find_minus_embed_ms_k10"]["mean"],
                          t["find_minus_embed_ms_k10"]["p50"], t["find_minus_embed_ms_k10"]["p95"]])
-        rows.append([f"  context tokens @10 (len/4)", t["context_tokens_k10"]["mean"], t["context_tokens_k10"]["p50"],
+        rows.append(["  context tokens @10 (len/4)", t["context_tokens_k10"]["mean"], t["context_tokens_k10"]["p50"],
                      t["context_tokens_k10"]["p95"]])
     return rows
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from agentbase.models import (CommitResult, DeleteResult, Entry, EntryList, HistoryEvent, HistoryList, Message,
-                              MessageList, ResourceChunks, SearchResult, SearchResults, Session)
+from agentbase.models import (CommitResult, DeleteResult, EntryList, HistoryList, Message,
+                              MessageList, ResourceChunks, SearchResults, Session)
 
 __all__ = ["AddMemoryIn", "AddMessageIn", "AddResourceIn", "AddSkillIn", "CommitResult", "ContextTypeName",
            "CreateSessionIn", "DeleteResult", "EntryList", "FindIn", "FindSkillsIn", "HistoryList",
