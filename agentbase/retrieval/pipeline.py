@@ -47,9 +47,26 @@ class FindParams:
 
 
 async def _fts_leg(db: Any, match: str, where: str, params: list[Any], n: int) -> list[tuple[int, float]]:
+    """The ``n`` best BM25 matches passing the filter, exactly.
+
+    Joining every match to ``entries`` to test the filter costs more than BM25 itself on large files (53 vs
+    16 ms for 15k matches at 100k entries), so the best ``4n`` matches are ranked without the join and the filter
+    is checked on them; only when fewer than ``n`` pass is the joined query run. The filtered top ``n`` is a
+    prefix of the unfiltered order, so both paths return the same rows.
+    """
+    head = await db.fetchall("SELECT rowid, bm25(entries_fts) AS s FROM entries_fts WHERE entries_fts MATCH ? "
+                             "ORDER BY s, rowid LIMIT ?", [match, 4 * n])
+    if head:
+        rids = [int(r[0]) for r in head]
+        rows = await db.fetchall(f"SELECT e.rid FROM entries e WHERE e.rid IN ({','.join('?' * len(rids))}) "
+                                 f"AND {where}", [*rids, *params])
+        allowed = {int(r[0]) for r in rows}
+        passed = [(int(r[0]), float(r[1])) for r in head if int(r[0]) in allowed]
+        if len(passed) >= n or len(head) < 4 * n:
+            return passed[:n]
     rows = await db.fetchall(
         f"SELECT e.rid, bm25(entries_fts) AS s FROM entries_fts JOIN entries e ON e.rid = entries_fts.rowid "
-        f"WHERE entries_fts MATCH ? AND {where} ORDER BY s LIMIT ?", [match, *params, n])
+        f"WHERE entries_fts MATCH ? AND {where} ORDER BY s, e.rid LIMIT ?", [match, *params, n])
     return [(int(r[0]), float(r[1])) for r in rows]
 
 

@@ -242,7 +242,8 @@ class Database:
                 raise
             else:
                 try:
-                    await writer.execute("COMMIT")
+                    # COMMIT fsyncs the WAL (synchronous=FULL): wait for it on a worker thread, not the loop.
+                    await asyncio.to_thread(self.writer.execute, "COMMIT")
                 except DRIVER_ERRORS as exc:
                     with contextlib.suppress(*DRIVER_ERRORS):
                         await writer.execute("ROLLBACK")
