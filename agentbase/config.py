@@ -58,6 +58,10 @@ class IngestSettings(BaseModel):
     # assistant replies, 6-7x longer than user turns in LongMemEval) get the regex extractor's tags, which cost
     # ~50x less. spaCy on every turn made it the largest ingest cost (docs/benchmarks.md, perf).
     ner_roles: list[str] = Field(default_factory=lambda: ["user"])
+    # Each turn entry's description holds the turn it replies to ("Caroline: Who performed?"), cut to this many
+    # characters, so keyword and vector keys cover question-and-answer pairs (an answer rarely repeats the
+    # question's words). 0 turns it off. Measured in docs/benchmarks.md (ablation: no_turn_context).
+    turn_context_chars: int = Field(default=300, ge=0)
 
 
 class RetrievalSettings(BaseModel):

@@ -273,13 +273,14 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
     owners = {"user_id": session.user_id, "agent_id": session.agent_id, "project_id": session.project_id}
     turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
     entity_lists = await _turn_entities(ab, turns)
+    contexts = await _reply_contexts(ab, session_id, turns)
     embed_roles = set(ab.settings.ingest.embed_roles)
     embed = ab._embed_enabled()
     now = utcnow()
     links: list[tuple[str, str, str, int | None]] = []
     turn_entries = []
     turn_tags = []
-    for msg, ents in zip(turns, entity_lists):
+    for msg, ents, context in zip(turns, entity_lists, contexts):
         # A named speaker is the turn's first entity: "When did Caroline ..." is about what Caroline said, not
         # about turns where someone else addresses her. The name also joins the keyword and vector text
         # (the entry's ``name`` field, which for turns holds the speaker).
@@ -292,7 +293,7 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
                                                                "message_id": msg.id, "message_seq": msg.seq},
             scope=Scope.SESSION, owners={**owners, "session_id": session_id}, confidence=1.0, importance=0.3,
             event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
-            extra={"name": msg.name} if msg.name else {}, extract_entities=False))
+            extra={k: v for k, v in (("name", msg.name), ("description", context)) if v}, extract_entities=False))
     async with db.transaction() as conn:
         await insert_entries(conn, turn_entries, embed=[embed and m.role in embed_roles for m in turns])
         result["turns"] = len(turn_entries)
@@ -315,6 +316,25 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
         await conn.execute("UPDATE sessions SET committed_seq = ?, status = 'committed', updated_at = ? WHERE id = ?",
                            (new[-1].seq, to_db_time(now), session_id))
     return result
+
+
+async def _reply_contexts(ab: Any, session_id: str, turns: list[Message]) -> list[str | None]:
+    """For each turn, the turn before it in the session (``"Speaker: text"`` cut to ``ingest.turn_context_chars``)."""
+    limit = ab.settings.ingest.turn_context_chars
+    if not limit or not turns:
+        return [None] * len(turns)
+    before = await get_messages(ab, session_id, limit=1, order="desc", after_seq=None, before_seq=turns[0].seq)
+    prev = next((m for m in before if m.role in TURN_ROLES and m.content.strip()), None)
+    out: list[str | None] = []
+    for msg in turns:
+        if prev is None:
+            out.append(None)
+        else:
+            text = " ".join(prev.content.split())
+            text = text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+            out.append(f"{prev.name or prev.role}: {text}")
+        prev = msg
+    return out
 
 
 async def _turn_entities(ab: Any, turns: list[Message]) -> list[list[Any]]:

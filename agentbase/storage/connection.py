@@ -278,8 +278,11 @@ class Database:
             with contextlib.suppress(Exception):
                 await reader.close()
         if writer is not None:
-            with contextlib.suppress(Exception):
-                writer.close()
+            # Wait for a transaction in flight (its COMMIT may be running on a worker thread): closing a
+            # connection that another thread is using is undefined behaviour in SQLite.
+            async with self._write_lock:
+                with contextlib.suppress(Exception):
+                    writer.close()
 
 
 def _split_sql(script: str) -> Iterable[str]:
