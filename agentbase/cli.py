@@ -1,4 +1,10 @@
-"""The ``agentbase`` command line (Typer + Rich). Every command takes ``--db`` and most take ``--json``."""
+"""The ``agentbase`` command line (Typer + Rich). Every command takes ``--db`` and most take ``--json``.
+
+Exit status of every command: 0 success, 1 not found (:class:`NotFoundError`), 2 bad input or usage
+(:class:`ConfigError`, :class:`ValidationError`, :class:`UsageError`, a missing extra, a bad option),
+3 any other AgentBase failure (storage, embedder). Entry ids may be given as a unique prefix of at least
+8 characters.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,13 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .cli_bench import bench_app
-from .errors import AgentBaseError
+from .errors import (AgentBaseError, ConfigError, MissingDependencyError, NotFoundError, UsageError,
+                     ValidationError)
 
 app = typer.Typer(help="AgentBase: a context database for AI agents in one SQLite file.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -39,12 +47,56 @@ def _db(path: str, embedder: str | None = None) -> Any:
     return AgentBase(path, embedder=embedder) if embedder else AgentBase(path)
 
 
+EXIT_NOT_FOUND, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
+ID_PREFIX_MIN = 8
+_PAGE = 10_000
+
+
+def _fail(exc: AgentBaseError) -> typer.Exit:
+    """Print ``exc`` and return the Exit with its documented status (1 not found, 2 bad input, 3 other)."""
+    err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+    if isinstance(exc, NotFoundError):
+        return typer.Exit(EXIT_NOT_FOUND)
+    if isinstance(exc, (ConfigError, UsageError, MissingDependencyError)):
+        return typer.Exit(EXIT_USAGE)
+    return typer.Exit(EXIT_FAILED)
+
+
 def _run(coro: Any) -> Any:
     try:
         return asyncio.run(coro)
     except AgentBaseError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _fail(exc) from None
+
+
+async def _find_entry(ab: Any, ref: str) -> Any:
+    """Return the entry whose id is ``ref`` or starts with ``ref`` (a prefix of at least 8 characters).
+
+    Only the public ``get`` and ``list`` API is used, so the id reaches SQL as a bound parameter.
+
+    Raises:
+        NotFoundError: no entry matches.
+        ValidationError: a malformed id, or a prefix shared by several entries (they are named).
+    """
+    entry = await ab.get(ref)
+    if entry is not None:
+        return entry
+    matches: list[Any] = []
+    offset = 0
+    while len(ref) >= ID_PREFIX_MIN:
+        page = await ab.list(limit=_PAGE, offset=offset, include_archived=True, exclude_superseded=False)
+        matches += [e for e in page if e.id.startswith(ref)]
+        if len(page) < _PAGE:
+            break
+        offset += _PAGE
+    if not matches:
+        short = len(ref) < ID_PREFIX_MIN
+        raise NotFoundError(f"entry {ref!r} not found"
+                            + (f" (an id prefix needs at least {ID_PREFIX_MIN} characters)" if short else ""))
+    if len(matches) > 1:
+        shown = ", ".join(sorted(e.id for e in matches)[:10]) + (", ..." if len(matches) > 10 else "")
+        raise ValidationError(f"id prefix {ref!r} is ambiguous: it matches {len(matches)} entries: {shown}")
+    return matches[0]
 
 
 def _out(obj: Any, as_json: bool) -> None:
@@ -101,27 +153,23 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
 
 @app.command()
 def get(entry_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
-    """Show one entry."""
+    """Show one entry (ENTRY_ID may be a unique id prefix of at least 8 characters)."""
     async def go() -> Any:
         async with _db(db, "none") as ab:
-            return await ab.get(entry_id)
-    e = _run(go())
-    if e is None:
-        err.print(f"entry {entry_id} not found")
-        raise typer.Exit(1)
-    _out(_dump(e), as_json)
+            return await _find_entry(ab, entry_id)
+    _out(_dump(_run(go())), as_json)
 
 
 @app.command()
 def delete(entry_id: str, db: str = DbOpt) -> None:
-    """Delete one entry from every index."""
+    """Delete one entry from every index (ENTRY_ID may be a unique id prefix of at least 8 characters)."""
     async def go() -> Any:
         async with _db(db, "none") as ab:
-            return await ab.delete(entry_id)
-    if not _run(go()):
-        err.print(f"entry {entry_id} not found")
-        raise typer.Exit(1)
-    console.print(f"deleted {entry_id}")
+            full_id = (await _find_entry(ab, entry_id)).id
+            if not await ab.delete(full_id):
+                raise NotFoundError(f"entry {full_id!r} not found")
+            return full_id
+    console.print(f"deleted {_run(go())}")
 
 
 @app.command()
@@ -212,17 +260,18 @@ def session_show(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> N
     """Show a session and its messages."""
     async def go() -> Any:
         async with _db(db, "none") as ab:
-            return await ab.get_session(session_id), await ab.get_messages(session_id)
+            s = await ab.get_session(session_id)
+            if s is None:
+                raise NotFoundError(f"session {session_id!r} not found")
+            return s, await ab.get_messages(session_id)
     s, msgs = _run(go())
-    if s is None:
-        err.print(f"session {session_id} not found")
-        raise typer.Exit(1)
     if as_json:
         _out({"session": _dump(s), "messages": [_dump(m) for m in msgs]}, True)
         return
     console.print(f"session {s.id} ({s.status}, user={s.user_id}, {len(msgs)} messages)")
     for m in msgs:
-        console.print(f"  {m.seq:>4} {m.name or m.role}: {m.content[:120]}")
+        speaker = f"{m.role} ({m.name})" if m.name else m.role
+        console.print(f"  {m.seq:>4} {speaker}: {m.content[:120]}", markup=False, highlight=False)
 
 
 def _progress() -> Progress:
@@ -314,12 +363,11 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
         from .web import create_app
     except ImportError:
         err.print("[red]error:[/red] the web extra is missing; run: pip install 'agentbase[web]'")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     try:
         tokens = list(dict.fromkeys([*token, *load_settings().auth.tokens]))
     except AgentBaseError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _fail(exc) from None
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
@@ -327,7 +375,7 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
     if not loopback and not tokens:
         err.print(f"[red]error:[/red] refusing to serve on {host} without authentication; bind to 127.0.0.1 or "
                   "configure bearer tokens (--token or AGENTBASE_AUTH__TOKENS)", soft_wrap=True)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     ab = _db(db, embedder)
     shown = f"[{host}]" if ":" in host else host
     console.print(f"AgentBase serving {db} at http://{shown}:{port}/v1 (OpenAI base_url)"
@@ -371,7 +419,7 @@ def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="R
     """Forget weak memories: strength exp(-age / (tau0 * 1.5^recalls)) below THRESHOLD is archived or purged."""
     if not decay:
         err.print("nothing to do: pass --decay to run a decay pass")
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
 
     async def go() -> Any:
         async with _db(db, "none") as ab:
@@ -459,7 +507,7 @@ def mcp(ctx: typer.Context) -> None:
         from .mcp import main as mcp_main
     except ImportError:
         err.print("[red]error:[/red] the mcp extra is missing; run: pip install 'agentbase[mcp]'")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(mcp_main(list(ctx.args)))
 
 
@@ -470,7 +518,7 @@ def web(ctx: typer.Context) -> None:
         from .web.dashboard import main as web_main
     except ImportError:
         err.print("[red]error:[/red] the web extra is missing; run: pip install 'agentbase[web]'")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(web_main(list(ctx.args)))
 
 

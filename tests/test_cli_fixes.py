@@ -1,0 +1,98 @@
+"""The CLI against a real SQLite file: short id prefixes, one exit-code scheme, session speaker names."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from agentbase import AgentBase, load_settings
+from agentbase.cli import app
+
+ENV = {"AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
+A1 = "abcdef12-0000-4000-8000-000000000001"
+A2 = "abcdef12-9999-4000-8000-000000000002"
+B1 = "abcdef13-0000-4000-8000-000000000003"
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """Run ``agentbase ARGS --db <tmp file>`` in-process; returns the Click result."""
+    dbfile = str(tmp_path / "cli.db")
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, [*args, "--db", dbfile], env=ENV)
+
+    invoke.db = dbfile
+    return invoke
+
+
+def _seed(path: str, ids: list[str]) -> None:
+    async def go() -> None:
+        async with AgentBase(path, settings=load_settings(ner="regex"), embedder="none") as ab:
+            for i, eid in enumerate(ids):
+                await ab.add_memory(f"seeded note number {i}", entry_id=eid, dedup=False)
+    asyncio.run(go())
+
+
+def test_get_and_delete_accept_the_short_id_printed_by_find(cli):
+    res = cli("add", "Caroline moved to Lisbon in May", "--json")
+    assert res.exit_code == 0, res.output
+    full = json.loads(res.output)["id"]
+    short = full[:8]
+    res = cli("find", "Lisbon")
+    assert res.exit_code == 0 and short in res.output and full not in res.output
+    res = cli("get", short, "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["id"] == full
+    res = cli("delete", short)
+    assert res.exit_code == 0 and f"deleted {full}" in res.output
+    res = cli("get", short)
+    assert res.exit_code == 1 and "not found" in res.output
+
+
+def test_ambiguous_prefix_names_candidates_and_ids_stay_parameters(cli):
+    _seed(cli.db, [A1, A2, B1])
+    for command in ("get", "delete"):
+        res = cli(command, "abcdef12")
+        assert res.exit_code == 2, res.output
+        assert "ambiguous" in res.output and A1 in res.output and A2 in res.output and B1 not in res.output
+    assert json.loads(cli("get", "abcdef13", "--json").output)["id"] == B1       # unique prefix
+    assert json.loads(cli("get", "abcdef12-9", "--json").output)["id"] == A2          # longer unique prefix
+    res = cli("get", "abcdef1")                                                   # under 8 characters
+    assert res.exit_code == 1 and "at least 8 characters" in res.output
+    for hostile in ("abcdef1%", "abcdef1_", "x' OR '1'='1", "'; DELETE FROM entries; --"):
+        res = cli("delete", hostile)
+        assert res.exit_code == 1 and "not found" in res.output, (hostile, res.output)
+    for eid in (A1, A2, B1):
+        assert cli("get", eid).exit_code == 0, eid                                # nothing was deleted
+
+
+def test_every_command_uses_one_exit_code_scheme(cli):
+    assert cli("init").exit_code == 0
+    not_found = [("get", "nope-nope-nope"), ("delete", "nope-nope-nope"), ("trace", "nope"),
+                 ("session", "show", "nope"), ("session", "add-message", "nope", "user", "hi"),
+                 ("session", "commit", "nope")]
+    for args in not_found:
+        res = cli(*args)
+        assert res.exit_code == 1 and "not found" in res.output, (args, res.output)
+    bad_input = [("get", ""), ("find", "x", "--mode", "bogus"), ("forget",),
+                 ("import", "locomo", "/nonexistent/locomo.json"), ("find", "x", "--no-such-option")]
+    for args in bad_input:
+        res = cli(*args)
+        assert res.exit_code == 2, (args, res.output)
+
+
+def test_session_show_prints_role_and_speaker_name(cli):
+    assert cli("session", "create", "--session-id", "s1").exit_code == 0
+    assert cli("session", "add-message", "s1", "user", "I adopted a [bold]cat[/bold]", "--name",
+               "Caroline").exit_code == 0
+    assert cli("session", "add-message", "s1", "assistant", "Congratulations!").exit_code == 0
+    res = cli("session", "show", "s1")
+    assert res.exit_code == 0, res.output
+    assert "user (Caroline): I adopted a [bold]cat[/bold]" in res.output
+    assert "assistant: Congratulations!" in res.output
+    assert " Caroline:" not in res.output
