@@ -129,7 +129,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 cache_mb = self.settings.storage.vector_cache_mb
                 self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 else None
                 self.worker = EmbeddingWorker(db, self.embedder, batch_size=self.settings.embedder.batch_size,
-                                              max_chars=self.settings.embedder.max_chars)
+                                              max_chars=self.settings.embedder.max_chars,
+                                              turn_context=self.settings.ingest.turn_context_embed)
                 self.worker.enabled = self.vector_error is None
                 self.worker.start()
         return self

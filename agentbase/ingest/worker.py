@@ -34,8 +34,12 @@ MAX_ATTEMPTS = 6
 MAX_BACKOFF_S = 300
 
 
-def embed_text(name: str | None, description: str | None, l2_full: str) -> str:
-    """The text embedded for an entry: a skill's or resource's name and description, then the full text."""
+def embed_text(name: str | None, description: str | None, l2_full: str, *, category: str = "",
+               turn_context: bool = True) -> str:
+    """The text embedded for an entry: its name (a skill's, a resource's title, a turn's speaker) and description,
+    then the full text. A turn's description is the turn it replies to; ``turn_context=False`` leaves it out."""
+    if category == "turn" and not turn_context:
+        description = None
     return "\n".join(p for p in (name, description, l2_full) if p)
 
 
@@ -53,8 +57,10 @@ class EmbeddingWorker:
         max_chars: texts longer than this are chunked and their vectors averaged.
     """
 
-    def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000):
+    def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
+                 turn_context: bool = True):
         self.db = db
+        self.turn_context = turn_context
         self.embedder = embedder
         self.batch_size = batch_size
         self.max_chars = max_chars
@@ -127,10 +133,11 @@ class EmbeddingWorker:
             return 0
         ids = [c[1] for c in claimed]
         rows = await self.db.fetchall(
-            f"SELECT id, rid, name, description, l2_full, content_hash FROM entries WHERE id IN "
+            f"SELECT id, rid, name, description, l2_full, content_hash, category FROM entries WHERE id IN "
             f"({','.join('?' * len(ids))})", ids)
         by_id = {r[0]: r for r in rows}
-        texts = {eid: embed_text(r[2], r[3], r[4]) for eid, r in by_id.items()}
+        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6], turn_context=self.turn_context)
+                 for eid, r in by_id.items()}
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
         except Exception as exc:  # noqa: BLE001 - recorded on the job rows
