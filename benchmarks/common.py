@@ -7,6 +7,8 @@ whatever the installed code does.
 
 from __future__ import annotations
 
+import asyncio
+
 import hashlib
 import json
 import math
@@ -313,6 +315,19 @@ def write_json(path: str | Path, payload: dict[str, Any]) -> None:
     tmp = p.with_suffix(p.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=1, default=str, ensure_ascii=False), encoding="utf-8")
     tmp.replace(p)
+
+
+def run_main(argv: list[str] | None, parse_args: Any, run: Any, report: Any) -> int:
+    """The ``main()`` of every benchmark script: parse ``argv``, run, print the report and, with ``--out``, write
+    the JSON payload and the report's Markdown tables next to it (``.md``). Returns the exit code (0)."""
+    args = parse_args(argv)
+    payload = asyncio.run(run(args))
+    md = report(payload)
+    if args.out:
+        write_json(args.out, payload)
+        Path(args.out).with_suffix(".md").write_text(md + "\n", encoding="utf-8")
+        console.print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')}")
+    return 0
 
 
 def default_data(*parts: str) -> str | None:

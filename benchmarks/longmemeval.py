@@ -23,7 +23,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import (EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console, progress, table,
                      write_json)
 from .metrics import mean, ndcg_any_at_k, recall_all_at_k, recall_any_at_k
@@ -454,14 +453,7 @@ def report(payload: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    payload = asyncio.run(run(args))
-    md = report(payload)
-    if args.out:
-        write_json(args.out, payload)
-        Path(args.out).with_suffix(".md").write_text(md + "\n", encoding="utf-8")
-        console.print(f"wrote {args.out} and {Path(args.out).with_suffix('.md')}")
-    return 0
+    return run_main(argv, parse_args, run, report)
 
 
 if __name__ == "__main__":

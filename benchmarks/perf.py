@@ -28,7 +28,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
 import sys
 import tempfile
@@ -36,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_agentbase, out_console,
-                     table, write_json)
+                     table)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -364,14 +363,7 @@ def report(payload: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    payload = asyncio.run(run(args))
-    md = report(payload)
-    if args.out:
-        write_json(args.out, payload)
-        Path(args.out).with_suffix(".md").write_text(md + "\n", encoding="utf-8")
-        console.print(f"wrote {args.out}")
-    return 0
+    return run_main(argv, parse_args, run, report)
 
 
 if __name__ == "__main__":
