@@ -80,6 +80,9 @@ class RetrievalSettings(BaseModel):
     # Temporal-graph leg: entries that are the source of relations about the query's entities. Off by default:
     # it did not improve LongMemEval or LoCoMo recall in our measurements (docs/benchmarks.md).
     weight_graph: float = 0.0
+    # Temporal leg: BM25 restricted to the date range a question names ("on 3 June, 2023", "last week"). Off by
+    # default: at 0.4 it moved LoCoMo hybrid R@5 from 0.655 to 0.648 (docs/benchmarks.md, config temporal_leg).
+    weight_temporal: float = 0.0
     overfetch: int = 3  # candidates per leg = max(min_candidates, overfetch * top_k)
     min_candidates: int = 100
     ner_boost_strong: float = 1.3

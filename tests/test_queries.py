@@ -70,3 +70,30 @@ async def test_single_cjk_character_query(db):
     e = await db.add_memory("我喜欢猫", user_id="u")
     hits = await db.find("猫", mode="fts", user_id="u")
     assert hits and hits[0].entry.id == e.id
+
+
+async def test_temporal_leg_brings_turns_of_the_named_day(tmp_path):
+    from agentbase import AgentBase, load_settings
+
+    settings = load_settings(ner="regex")
+    settings.retrieval.weight_temporal = 0.4
+    db = AgentBase(tmp_path / "t.db", settings=settings, embedder=None)
+    for i in range(150):  # more better keyword matches on other days than the keyword leg's 100 candidates
+        await db.add_memory(f"volunteer volunteer shelter shift number {i}",
+                            event_time=f"2023-05-{i % 28 + 1:02d}T10:00:00Z")
+    target = await db.add_memory("started a volunteer mentoring program", event_time="2023-06-03T10:00:00Z")
+    hits = await db.find("what volunteer thing did I do on 3 June, 2023?", top_k=3, mode="fts",
+                         reference_time="2023-12-01T00:00:00Z")
+    assert hits[0].entry.id == target.id
+    trace = await db.get_trace(hits[0].trace_id)
+    assert any(s.name == "candidates_temporal" and s.candidates_out == 1 for s in trace.steps)
+    await db.close()
+
+    settings.retrieval.weight_temporal = 0.0
+    off = AgentBase(tmp_path / "t.db", settings=settings, embedder=None)
+    hits = await off.find("what volunteer thing did I do on 3 June, 2023?", top_k=3, mode="fts",
+                          reference_time="2023-12-01T00:00:00Z")
+    assert target.id not in [h.entry.id for h in hits]
+    trace = await off.get_trace(hits[0].trace_id)
+    assert not any(s.name == "candidates_temporal" for s in trace.steps)
+    await off.close()

@@ -1,13 +1,14 @@
 """The ``find()`` pipeline (ARCHITECTURE.md section 6), each step timed into the trace.
 
 1 normalise -> 2 analyse (intents, time range) -> 3 decompose -> 4 candidates (FTS5 BM25 and vector KNN,
-filters inside the SQL) -> 5 weighted RRF -> 6 NER boost -> 7 query-type strategy -> 8 session co-retrieval ->
+filters inside the SQL; a third BM25 leg inside the question's own date range when it names one) -> 5 weighted RRF -> 6 NER boost -> 7 query-type strategy -> 8 session co-retrieval ->
 9 heuristic rerank (+ optional pluggable reranker) -> 10 level, token budget, top_k.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -117,12 +118,24 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if p.mode == "hybrid" and degrade:
         tracer.degrade_reason = degrade
 
+    tr = analysis.time_range
+    if cfg.weight_temporal > 0 and tr is not None and tr.granularity != "span" and p.mode in ("hybrid", "fts"):
+        # A date the question names ("on 3 June, 2023", "last week") narrows a third keyword leg to that range,
+        # so turns of that day reach the candidates even when other days match the words better.
+        ranged = dataclasses.replace(p.filters, date_from=max(filter(None, (p.filters.date_from, tr.date_from))),
+                                     date_to=min(filter(None, (p.filters.date_to, tr.date_to))))
+        r_where, r_params = ranged.where("e")
+        in_range = await _fts_leg(db, match, r_where, r_params, n)
+        rankings["temporal"] = [rid for rid, _ in in_range]
+        tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n)
+
     q_entities = {e.text.casefold() for e in ab.query_extractor.extract(query)}
     if cfg.weight_graph > 0 and q_entities:
         rankings["graph"] = await graph_candidates(ab, q_entities, p.filters, limit=n)
         tracer.step("candidates_graph", candidates_out=len(rankings["graph"]), entities=sorted(q_entities))
 
-    weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector, "graph": cfg.weight_graph}
+    weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector, "graph": cfg.weight_graph,
+               "temporal": cfg.weight_temporal}
     fused = weighted_rrf({k: [str(r) for r in v] for k, v in rankings.items()}, weights, k=cfg.rrf_k)
     tracer.step("fusion_rrf", candidates_in=sum(len(v) for v in rankings.values()), candidates_out=len(fused),
                 k=cfg.rrf_k, weights=weights)
