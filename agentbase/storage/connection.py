@@ -242,8 +242,10 @@ class Database:
                 raise
             else:
                 try:
-                    # COMMIT fsyncs the WAL (synchronous=FULL): wait for it on a worker thread, not the loop.
-                    await asyncio.to_thread(self.writer.execute, "COMMIT")
+                    # Synchronous like every writer statement: a COMMIT on another thread could still be running
+                    # when a cancelled caller rolls back or closes, and one connection must never be used from
+                    # two threads at once.
+                    await writer.execute("COMMIT")
                 except DRIVER_ERRORS as exc:
                     with contextlib.suppress(*DRIVER_ERRORS):
                         await writer.execute("ROLLBACK")
@@ -278,8 +280,7 @@ class Database:
             with contextlib.suppress(Exception):
                 await reader.close()
         if writer is not None:
-            # Wait for a transaction in flight (its COMMIT may be running on a worker thread): closing a
-            # connection that another thread is using is undefined behaviour in SQLite.
+            # Let a transaction in flight finish first.
             async with self._write_lock:
                 with contextlib.suppress(Exception):
                     writer.close()
