@@ -1,8 +1,9 @@
 """The ``find()`` pipeline (ARCHITECTURE.md section 6), each step timed into the trace.
 
 1 normalise -> 2 analyse (intents, time range) -> 3 decompose -> 4 candidates (FTS5 BM25 and vector KNN,
-filters inside the SQL; a third BM25 leg inside the question's own date range when it names one) -> 5 weighted RRF -> 6 NER boost -> 7 query-type strategy -> 8 session co-retrieval ->
-9 heuristic rerank (+ optional pluggable reranker) -> 10 level, token budget, top_k.
+filters inside the SQL; optional legs: BM25 inside the question's own date range, the temporal graph) ->
+5 weighted RRF -> 6 NER boost -> 7 query-type strategy -> 8 session co-retrieval -> 9 heuristic rerank (+ optional
+pluggable reranker) -> 10 level, token budget, top_k.
 """
 
 from __future__ import annotations
