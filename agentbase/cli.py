@@ -41,9 +41,13 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 EmbOpt = typer.Option(None, "--embedder", help="Embedder provider: local, onnx, openai, hash, none.")
 
 
-def _db(path: str, embedder: str | None = None) -> Any:
+def _db(path: str, embedder: str | None = None, *, existing: bool = False) -> Any:
+    """An AgentBase on ``path``; with ``existing=True`` a missing file is a UsageError (exit 2), so reading or
+    deleting through a mistyped ``--db`` never creates an empty database."""
     from .engine import AgentBase
 
+    if existing and not Path(path).exists():
+        raise UsageError(f"no database at {path}; create one with `agentbase init --db {path}`")
     return AgentBase(path, embedder=embedder) if embedder else AgentBase(path)
 
 
@@ -137,7 +141,7 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
          mode: str = "hybrid", embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Search the database."""
     async def go() -> Any:
-        async with _db(db, embedder) as ab:
+        async with _db(db, embedder, existing=True) as ab:
             return await ab.find(query, top_k=top_k, user_id=user_id, mode=mode)
     results = _run(go())
     if as_json:
@@ -155,7 +159,7 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
 def get(entry_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Show one entry (ENTRY_ID may be a unique id prefix of at least 8 characters)."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await _find_entry(ab, entry_id)
     _out(_dump(_run(go())), as_json)
 
@@ -164,7 +168,7 @@ def get(entry_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 def delete(entry_id: str, db: str = DbOpt) -> None:
     """Delete one entry from every index (ENTRY_ID may be a unique id prefix of at least 8 characters)."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             full_id = (await _find_entry(ab, entry_id)).id
             if not await ab.delete(full_id):
                 raise NotFoundError(f"entry {full_id!r} not found")
@@ -176,7 +180,7 @@ def delete(entry_id: str, db: str = DbOpt) -> None:
 def stats(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Counts, driver, vector engine and embedder."""
     async def go() -> Any:
-        async with _db(db) as ab:
+        async with _db(db, existing=True) as ab:
             return await ab.stats()
     _out(_run(go()), as_json)
 
@@ -185,7 +189,7 @@ def stats(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt) -> None:
     """Rebuild FTS and re-embed every entry with the configured embedder."""
     async def go() -> Any:
-        async with _db(db, embedder) as ab:
+        async with _db(db, embedder, existing=True) as ab:
             out = await ab.reindex()
             with _progress() as prog:
                 task = prog.add_task("embedding", total=out["jobs"])
@@ -202,7 +206,7 @@ def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt) -> None:
 def trace(trace_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Show a retrieval trace: each step with latency and candidate counts."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await ab.get_trace(trace_id)
     t = _run(go())
     if as_json:
@@ -238,7 +242,7 @@ def session_add_message(session_id: str, role: str, content: str, db: str = DbOp
                         as_json: bool = JsonOpt) -> None:
     """Append a message to a session."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await ab.add_message(session_id, role, content, name=name)
     m = _run(go())
     _out(_dump(m), True) if as_json else console.print(f"{m.id} seq={m.seq}")
@@ -248,7 +252,7 @@ def session_add_message(session_id: str, role: str, content: str, db: str = DbOp
 def session_commit(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Commit a session into memories (zero LLM calls)."""
     async def go() -> Any:
-        async with _db(db) as ab:
+        async with _db(db, existing=True) as ab:
             out = await ab.commit_session(session_id)
             await ab.flush(timeout=120)
             return out
@@ -259,7 +263,7 @@ def session_commit(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) ->
 def session_show(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Show a session and its messages."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             s = await ab.get_session(session_id)
             if s is None:
                 raise NotFoundError(f"session {session_id!r} not found")
@@ -422,7 +426,7 @@ def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="R
         raise typer.Exit(EXIT_USAGE)
 
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await ab.decay_pass(threshold, purge=purge, tau0_days=tau0_days)
     out = _run(go())
     if as_json:
@@ -440,7 +444,7 @@ def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", h
     dest = directory or Path(f"{db}.backups")
 
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await ab.backup(dest, keep=keep)
     out = _run(go())
     _out(out, True) if as_json else console.print(f"backup written to {out['path']} ({out['size_bytes']} bytes)")
@@ -450,7 +454,7 @@ def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", h
 def export_cmd(file: Path, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Export everything (entries, history, sessions, graph, skills) to a portable tar archive."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await ab.export_archive(file)
     out = _run(go())
     _out(out, True) if as_json else console.print(f"exported to {out['path']}: {out['counts']}")
@@ -472,7 +476,7 @@ def graph_facts(entity: str, db: str = DbOpt, as_of: Optional[str] = typer.Optio
                 as_json: bool = JsonOpt) -> None:
     """Relations of ENTITY valid at --as-of (default now)."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await ab.facts(entity, as_of=as_of)
     rels = _run(go())
     if as_json:
@@ -489,7 +493,7 @@ def graph_facts(entity: str, db: str = DbOpt, as_of: Optional[str] = typer.Optio
 def graph_timeline(entity: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Every relation of ENTITY, open and closed, by valid_from."""
     async def go() -> Any:
-        async with _db(db, "none") as ab:
+        async with _db(db, "none", existing=True) as ab:
             return await ab.timeline(entity)
     rels = _run(go())
     if as_json:

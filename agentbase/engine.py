@@ -18,7 +18,7 @@ from .api.knowledge import KnowledgeAPI
 from .api.sessions import SessionsAPI
 from .config import Settings, load_settings
 from .embeddings import create_embedder
-from .errors import DimensionMismatchError, UsageError, ValidationError
+from .errors import DimensionMismatchError, StorageError, UsageError, ValidationError
 from .index.matrix import VectorMatrix
 from .index.vector import VEC_TABLE, create_vec_table
 from .ingest.worker import EmbeddingWorker
@@ -250,6 +250,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
 
         Returns:
             Number of jobs still pending (0 unless the timeout expired or vectors are disabled).
+
+        Raises:
+            UsageError: this AgentBase was closed while waiting.
         """
         await self._ensure()
         if self.worker is None or not self.worker.enabled:
@@ -257,8 +260,16 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
-            done = await self.worker.run_once()
-            pending = await self.worker.pending()
+            worker = self.worker
+            if worker is None or self._closed:
+                raise UsageError("this AgentBase was closed while flush() was waiting")
+            try:
+                done = await worker.run_once()
+                pending = await worker.pending()
+            except StorageError:
+                if self._closed:
+                    raise UsageError("this AgentBase was closed while flush() was waiting") from None
+                raise
             if pending == 0 or (deadline is not None and loop.time() > deadline):
                 return pending
             if done == 0:

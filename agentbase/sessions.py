@@ -12,7 +12,7 @@ import json
 import uuid
 from typing import Any
 
-from .errors import NotFoundError, ValidationError
+from .errors import NotFoundError, StorageError, ValidationError
 from .ingest.dedup import content_hash
 from .ingest.facts import extract_facts
 from .ingest.summary import summarize_session
@@ -258,8 +258,22 @@ async def clear_messages(ab: Any, session_id: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- commit
+class _CommitRaced(Exception):
+    """Another commit of the same session landed between reading the new messages and writing them."""
+
+
 async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
-    """See :meth:`AgentBase.commit_session`."""
+    """See :meth:`AgentBase.commit_session`. Concurrent commits of one session (tasks, threads or processes)
+    store each message once: the one that loses the race re-reads what is still new and commits only that."""
+    for _attempt in range(20):
+        try:
+            return await _commit_once(ab, session_id)
+        except _CommitRaced:
+            continue
+    raise StorageError(f"session {session_id!r} kept changing during commit; try again")
+
+
+async def _commit_once(ab: Any, session_id: str) -> dict[str, Any]:
     db = await ab._open()
     session = await get_session(ab, session_id)
     if session is None:
@@ -295,6 +309,9 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
             event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
             extra={k: v for k, v in (("name", msg.name), ("description", context)) if v}, extract_entities=False))
     async with db.transaction() as conn:
+        row = await (await conn.execute("SELECT committed_seq FROM sessions WHERE id = ?", (session_id,))).fetchone()
+        if row is None or row[0] != session.committed_seq:
+            raise _CommitRaced
         await insert_entries(conn, turn_entries, embed=[embed and m.role in embed_roles for m in turns])
         result["turns"] = len(turn_entries)
         for msg, entry, tags in zip(turns, turn_entries, turn_tags):
@@ -319,22 +336,35 @@ async def commit_session(ab: Any, session_id: str) -> dict[str, Any]:
 
 
 async def _reply_contexts(ab: Any, session_id: str, turns: list[Message]) -> list[str | None]:
-    """For each turn, the turn before it in the session (``"Speaker: text"`` cut to ``ingest.turn_context_chars``)."""
+    """For each turn, the turn before it in the session (``"Speaker: text"`` cut to ``ingest.turn_context_chars``).
+
+    The same whether the session is committed at once or in steps: the first new turn looks back past tool and
+    system messages and empty turns to the last earlier turn with content.
+    """
     limit = ab.settings.ingest.turn_context_chars
     if not limit or not turns:
         return [None] * len(turns)
-    before = await get_messages(ab, session_id, limit=1, order="desc", after_seq=None, before_seq=turns[0].seq)
-    prev = next((m for m in before if m.role in TURN_ROLES and m.content.strip()), None)
+    db = await ab._open()
+    roles = sorted(TURN_ROLES)
+    row = await db.fetchone(
+        f"SELECT role, content, name FROM messages WHERE session_id = ? AND seq < ? AND role IN "
+        f"({','.join('?' * len(roles))}) AND TRIM(content) != '' ORDER BY seq DESC LIMIT 1",
+        [session_id, turns[0].seq, *roles])
+    prev: tuple[str, str, str | None] | None = (row[0], row[1], row[2]) if row else None
     out: list[str | None] = []
     for msg in turns:
-        if prev is None:
-            out.append(None)
-        else:
-            text = " ".join(prev.content.split())
-            text = text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
-            out.append(f"{prev.name or prev.role}: {text}")
-        prev = msg
+        out.append(None if prev is None else f"{prev[2] or prev[0]}: {_cut(' '.join(prev[1].split()), limit)}")
+        prev = (msg.role, msg.content, msg.name)
     return out
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: at the last space in the final fifth, else hard."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit * 4 // 5 else head) + " ..."
 
 
 async def _turn_entities(ab: Any, turns: list[Message]) -> list[list[Any]]:

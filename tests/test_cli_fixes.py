@@ -96,3 +96,16 @@ def test_session_show_prints_role_and_speaker_name(cli):
     assert "user (Caroline): I adopted a [bold]cat[/bold]" in res.output
     assert "assistant: Congratulations!" in res.output
     assert " Caroline:" not in res.output
+
+
+def test_read_commands_do_not_create_a_missing_database(tmp_path):
+    from typer.testing import CliRunner
+
+    from agentbase.cli import app
+
+    missing = tmp_path / "typo.db"
+    for args in (["get", "abcdefgh"], ["delete", "abcdefgh"], ["find", "pizza"], ["stats"], ["session", "show", "s1"]):
+        result = CliRunner().invoke(app, [*args, "--db", str(missing)])
+        assert result.exit_code == 2, (args, result.output)
+        assert "no database at" in result.output
+    assert not missing.exists()

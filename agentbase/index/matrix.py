@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import DimensionMismatchError
+
 __all__ = ["LOG_KEEP", "VectorMatrix"]
 
 LOG_KEEP = 200_000  # vector_log rows kept behind the newest; a reader further behind reloads in full
@@ -86,6 +88,8 @@ class VectorMatrix:
                 rows = await db.fetchall(
                     f"SELECT rid, vector FROM embeddings WHERE rid IN ({','.join('?' * len(part))})", part)
                 fresh.update((int(r[0]), r[1]) for r in rows)
+            if any(len(blob) != self.dims * 4 for blob in fresh.values()):
+                return await self._load(db)  # re-embedded with another model (reindex elsewhere)
             for rid in rids:
                 if rid in fresh:
                     self._put(rid, fresh[rid])
@@ -100,14 +104,20 @@ class VectorMatrix:
     async def _load(self, db: Any) -> bool:
         row = await db.fetchone("SELECT COALESCE(MAX(seq), 0) FROM vector_log")
         seq = int(row[0]) if row else 0
-        head = await db.fetchone("SELECT COUNT(*), MAX(dims) FROM embeddings")
-        count, dims = (int(head[0]), int(head[1] or 0)) if head else (0, 0)
+        # The file's dimension is the one meta records (reindex rewrites it first), else the stored one.
+        head = await db.fetchone(
+            "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'vector_dims'), "
+            "(SELECT MAX(dims) FROM embeddings), 0)")
+        dims = int(head[0]) if head else 0
+        count_row = await db.fetchone("SELECT COUNT(*) FROM embeddings WHERE dims = ?", (dims,))
+        count = int(count_row[0]) if count_row else 0
         if count * dims * 4 > self.max_bytes:
             self._clear(too_big=True)
             self._seq = seq
             return False
         self._clear(too_big=False)
-        rows = await db.fetchall("SELECT rid, vector FROM embeddings")
+        # One dimension per file: rows of another length (a re-embedding in progress) are left out.
+        rows = await db.fetchall("SELECT rid, vector FROM embeddings WHERE dims = ?", (dims,))
         for rid, blob in rows:
             self._put(int(rid), blob)
         self._seq = seq
@@ -127,8 +137,6 @@ class VectorMatrix:
             self.dims = int(vec.shape[0])
             self._mat = np.zeros((1024, self.dims), dtype=np.float32)
             self._rids = np.full(1024, -1, dtype=np.int64)
-        if vec.shape[0] != self.dims:
-            return  # a vector of another model; reindex replaces them all
         slot = self._slot.get(rid)
         if slot is None:
             if self._free:
@@ -164,9 +172,14 @@ class VectorMatrix:
 
         Returns:
             ``(rid, cosine_distance)`` pairs, ascending distance, ties by rid.
+
+        Raises:
+            DimensionMismatchError: ``query`` has another dimension than the stored vectors.
         """
         if self.rows == 0 or m <= 0:
             return []
+        if len(query) != self.dims:
+            raise DimensionMismatchError(self.dims, len(query))
         q = np.asarray(query, dtype=np.float32)
         if rids is None:
             mat, ids = self._mat[:self._used], self._rids[:self._used]

@@ -80,7 +80,8 @@ async def knn(db: Any, engine: str, query: np.ndarray, k: int, where: str, param
         sql = (f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
                f"AND rowid IN ({filter_sql}) ORDER BY distance")
         rows = await db.fetchall(sql, [qbytes, int(k), *params])
-        return [(int(r[0]), float(r[1])) for r in rows], engine
+        # vec0 allows no second sort key: order ties by rowid here, as the in-memory and numpy paths do.
+        return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (p[1], p[0])), engine
     rows = await db.fetchall(f"SELECT rid, vector FROM embeddings WHERE rid IN ({filter_sql})", params)
     if not rows:
         return [], engine

@@ -11,6 +11,7 @@ last error after ``max_attempts``; nothing is dropped. Identical text is embedde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from datetime import timedelta
@@ -30,6 +31,7 @@ log = logging.getLogger("agentbase.jobs")
 
 LEASE_S = 30  # seconds a claimed batch stays reserved; a crashed process's jobs return after this (a batch
 #   embeds in a few seconds; an expired lease at worst embeds a batch twice, and the write is idempotent)
+STOP_WAIT_S = 30.0  # stop() waits this long for the batch in progress, then cancels it
 MAX_ATTEMPTS = 6
 MAX_BACKOFF_S = 300
 
@@ -65,6 +67,7 @@ class EmbeddingWorker:
         self.batch_size = batch_size
         self.max_chars = max_chars
         self.enabled = True
+        self._stopping = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self.embedded = 0
@@ -73,6 +76,7 @@ class EmbeddingWorker:
     def start(self) -> None:
         """Start the background drain task on the current (engine) loop."""
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.get_running_loop().create_task(self._loop())
 
     def notify(self) -> None:
@@ -80,17 +84,26 @@ class EmbeddingWorker:
         self._wake.set()
 
     async def stop(self) -> None:
-        """Cancel the background task (pending jobs stay queued in the file)."""
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        """Stop the background task after its current batch (pending jobs stay queued in the file).
+
+        Stopping is a flag plus a wake-up, not only a cancellation: ``asyncio.wait_for`` on Python 3.11 can swallow
+        a cancel that races with its inner wait finishing (a write's ``notify``), which left the task running and
+        ``close()`` waiting forever.
+        """
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=STOP_WAIT_S)
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001 - timeout or a failed batch; cancel below
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     async def _loop(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 done = await self.run_once()
             except asyncio.CancelledError:
@@ -98,12 +111,10 @@ class EmbeddingWorker:
             except Exception:  # noqa: BLE001 - the worker must survive; the error is on the job rows
                 log.exception("embedding batch failed")
                 done = 0
-            if done == 0:
+            if done == 0 and not self._stopping:
                 self._wake.clear()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=1.0)
-                except TimeoutError:
-                    pass
 
     async def pending(self) -> int:
         """Number of embed jobs not yet done or failed."""
