@@ -256,11 +256,15 @@ def test_freshness():
 
 
 def test_heuristic_score_by_hand():
-    s = RetrievalSettings()
+    s = RetrievalSettings(rerank_freshness=0.15)  # the design's weights (ARCHITECTURE.md section 6)
     assert heuristic_score(1, 1, 1, 1, 1, s) == pytest.approx(1.0)
     # 0.6*0.5 + 0.15*0.5 + 0.1*1 + 0.1*0 + 0.05*1 = 0.3 + 0.075 + 0.1 + 0 + 0.05 = 0.525
     assert heuristic_score(0.5, 0.5, 1.0, 0.0, 1.0, s) == pytest.approx(0.525)
     assert heuristic_score(2.0, -1.0, float("nan"), 0, 0, s) == pytest.approx(0.6)  # clipped, NaN -> 0
+    # shipped defaults: freshness carries no weight, so 0.6*0.5 + 0.1*1 + 0.1*0 + 0.05*1 = 0.45 for any freshness
+    shipped = RetrievalSettings()
+    assert heuristic_score(0.5, 0.0, 1.0, 0.0, 1.0, shipped) == pytest.approx(0.45)
+    assert heuristic_score(0.5, 1.0, 1.0, 0.0, 1.0, shipped) == pytest.approx(0.45)
 
 
 def test_tokens_and_budget():
