@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .candidates import rids_passing
 from .matrix import VectorMatrix
 
 __all__ = ["VEC_TABLE", "create_vec_table", "delete_vector", "knn", "upsert_vector"]
@@ -97,13 +98,7 @@ async def _knn_matrix(db: Any, matrix: VectorMatrix, query: np.ndarray, k: int, 
     head = matrix.nearest(query, max(4 * k, 256))
     if not head:
         return []
-    rids = [rid for rid, _ in head]
-    allowed: set[int] = set()
-    for start in range(0, len(rids), 500):
-        part = rids[start:start + 500]
-        rows = await db.fetchall(f"SELECT e.rid FROM entries e WHERE e.rid IN ({','.join('?' * len(part))}) "
-                                 f"AND {where}", [*part, *params])
-        allowed.update(int(r[0]) for r in rows)
+    allowed = await rids_passing(db, [rid for rid, _ in head], where, params)
     passed = [pair for pair in head if pair[0] in allowed]
     if len(passed) >= k or len(head) >= matrix.rows:
         return passed[:k]

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..graph import graph_candidates
+from ..index.candidates import rids_passing
 from ..index.fts import fts_query
 from ..index.vector import knn
 from ..models import SearchResult
@@ -59,10 +60,7 @@ async def _fts_leg(db: Any, match: str, where: str, params: list[Any], n: int) -
     head = await db.fetchall("SELECT rowid, bm25(entries_fts) AS s FROM entries_fts WHERE entries_fts MATCH ? "
                              "ORDER BY s, rowid LIMIT ?", [match, 4 * n])
     if head:
-        rids = [int(r[0]) for r in head]
-        rows = await db.fetchall(f"SELECT e.rid FROM entries e WHERE e.rid IN ({','.join('?' * len(rids))}) "
-                                 f"AND {where}", [*rids, *params])
-        allowed = {int(r[0]) for r in rows}
+        allowed = await rids_passing(db, [int(r[0]) for r in head], where, params)
         passed = [(int(r[0]), float(r[1])) for r in head if int(r[0]) in allowed]
         if len(passed) >= n or len(head) < 4 * n:
             return passed[:n]

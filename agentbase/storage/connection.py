@@ -1,9 +1,10 @@
 """SQLite connections: driver choice, PRAGMAs, extension loading, transactions and error translation.
 
 Driver choice (ARCHITECTURE.md section 4): the stdlib ``sqlite3`` when it can load extensions, else
-``sqlean-py`` (a maintained SQLite build with extension loading and FTS5). Reads run through aiosqlite, which accepts
-any sqlite3-compatible connect function; writes run on the engine loop thread (see :class:`Writer`). ``sqlite-vec`` provides the vector index; if it cannot load, vector search
-falls back to a numpy scan over the stored vectors and the reason is reported (``Database.degrade_reason``).
+``sqlean-py`` (a maintained SQLite build with extension loading and FTS5). Reads run through aiosqlite, which
+accepts any sqlite3-compatible connect function; writes run on the engine loop thread (see :class:`Writer`).
+``sqlite-vec`` provides the vector index; if it cannot load, vector search falls back to a numpy scan over the
+stored vectors and the reason is reported (``Database.degrade_reason``).
 
 Concurrency: WAL, ``busy_timeout``, one writer connection per process (used on the engine loop thread, serialised by
 an ``asyncio.Lock``), a separate aiosqlite reader connection; ``BEGIN IMMEDIATE`` is retried on SQLITE_BUSY so
@@ -100,8 +101,9 @@ class Writer:
 
     Statements run synchronously on the calling (engine loop) thread: a write transaction holds the process's write
     lock anyway, and a hop to a connection thread costs ~0.2-0.7 ms per statement on these machines against a few
-    microseconds for the statement itself, which made multi-statement writes (a session commit) hop-bound. Only
-    ``BEGIN IMMEDIATE`` can wait on another process in WAL mode; it is retried with async sleeps
+    microseconds for the statement itself, which made multi-statement writes (a session commit) hop-bound. COMMIT
+    runs here too, so the connection is never used from two threads. Only ``BEGIN IMMEDIATE`` can wait on another
+    process in WAL mode; it is retried with async sleeps
     (:meth:`Database._retry_busy`), so the loop is never parked on a lock.
     """
 
