@@ -24,7 +24,7 @@ from .index.vector import VEC_TABLE, create_vec_table
 from .ingest.worker import EmbeddingWorker
 from .models import SearchResult, Trace, utcnow
 from .ner import create_extractor
-from .observability import load_trace
+from .observability import TraceBuffer, load_trace
 from .retrieval.filters import filters_from_kwargs as _filters
 from .retrieval.pipeline import FindParams, run_find
 from .storage import Database, open_database
@@ -76,17 +76,12 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         self._init_lock: asyncio.Lock | None = None
         self._closed = False
         self._sync: Any = None
-        self._tasks: set[asyncio.Task] = set()
-
-    def _background(self, coro: Any) -> None:
-        """Run a write (e.g. a trace) after the current call returns; ``close`` and readers can await it."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.traces: TraceBuffer | None = None  # find()'s traces and recall counts, written in batches
 
     async def _drain_background(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        """Write the queued traces and recall counts now (readers of traces and ``close`` call this)."""
+        if self.traces is not None:
+            await self.traces.flush()
 
     # ------------------------------------------------------------------ lifecycle
     @bridged
@@ -122,8 +117,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             self.query_extractor = self.extractor if qner == self.extractor.name else create_extractor(qner)
             db = await open_database(self.path, busy_timeout_s=self.settings.storage.busy_timeout_s,
                                      vector_engine=self.settings.storage.vector_engine,
-                                     synchronous=self.settings.storage.synchronous)
+                                     synchronous=self.settings.storage.synchronous,
+                                     mmap_mb=self.settings.storage.mmap_mb)
             self.db = db
+            self.traces = TraceBuffer(db)
             if self.embedder is not None:
                 await self._check_dims()
                 cache_mb = self.settings.storage.vector_cache_mb

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import time
 import uuid
 from typing import Any
@@ -11,7 +14,10 @@ from .errors import AgentBaseError, NotFoundError
 from .models import Trace, TraceStep, utcnow
 from .timeutil import from_db_time, to_db_time
 
-__all__ = ["Tracer", "diff_entries", "entity_graph", "list_traces", "load_trace", "save_trace", "trace_session"]
+log = logging.getLogger("agentbase.traces")
+
+__all__ = ["TraceBuffer", "Tracer", "diff_entries", "entity_graph", "list_traces", "load_trace", "save_traces",
+           "trace_session"]
 
 
 class Tracer:
@@ -39,39 +45,80 @@ class Tracer:
                      result_ids=result_ids, params=self.params, degrade_reason=self.degrade_reason)
 
 
-async def save_trace(db: Any, trace: Trace, recalled: list[str] | None = None) -> None:
-    """Persist a trace and its steps in one transaction.
+async def save_traces(db: Any, batch: list[tuple[Trace | None, list[str], Any]]) -> None:
+    """Persist traces and recall counts from several ``find()`` calls in one transaction.
 
     Args:
         db: the open database.
-        trace: the finished trace.
-        recalled: entry ids returned to the caller; each counts as a recall (``access_count`` + 1,
-            ``last_accessed_at`` = now), which slows the entry's decay (see :mod:`agentbase.lifecycle`).
+        batch: ``(trace or None, recalled entry ids, when (UTC datetime))`` per call. Each recalled id counts as a
+            recall (``access_count`` + 1, ``last_accessed_at`` = when), which slows the entry's decay (see
+            :mod:`agentbase.lifecycle`).
+
+    The transaction is not fsync'd (``durable=False``): it survives a process crash, and a power loss can lose
+    the last traces, never the file's consistency.
+
+    Raises:
+        StorageError: the write failed (nothing of the batch is stored).
     """
-    async with db.transaction() as conn:
-        if recalled:
-            await _count_recalls(conn, recalled, trace.created_at)
-        await conn.execute(
+    async with db.transaction(durable=False) as conn:
+        recalls = [(to_db_time(when), i) for _, ids, when in batch for i in ids]
+        if recalls:
+            await conn.executemany("UPDATE entries SET access_count = access_count + 1, last_accessed_at = ? "
+                                   "WHERE id = ?", recalls)
+        traces = [t for t, _, _ in batch if t is not None]
+        if not traces:
+            return
+        await conn.executemany(
             "INSERT INTO retrieval_traces(id, query, params, created_at, total_ms, result_ids, degrade_reason) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (trace.id, trace.query, json.dumps(trace.params, default=str, ensure_ascii=False),
-             to_db_time(trace.created_at), trace.total_ms, json.dumps(trace.result_ids), trace.degrade_reason))
+            [(t.id, t.query, json.dumps(t.params, default=str, ensure_ascii=False), to_db_time(t.created_at),
+              t.total_ms, json.dumps(t.result_ids), t.degrade_reason) for t in traces])
         await conn.executemany(
             "INSERT INTO trace_steps(trace_id, idx, name, latency_ms, candidates_in, candidates_out, details) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(trace.id, i, s.name, s.latency_ms, s.candidates_in, s.candidates_out,
-              json.dumps(s.details, default=str, ensure_ascii=False)) for i, s in enumerate(trace.steps)])
+            [(t.id, i, s.name, s.latency_ms, s.candidates_in, s.candidates_out,
+              json.dumps(s.details, default=str, ensure_ascii=False)) for t in traces for i, s in enumerate(t.steps)])
 
 
-async def _count_recalls(conn: Any, ids: list[str], when: Any) -> None:
-    await conn.executemany("UPDATE entries SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
-                           [(to_db_time(when), i) for i in ids])
+class TraceBuffer:
+    """Collects what ``find()`` writes as bookkeeping (its trace, the recall counts) and stores it in batches.
 
+    Every write transaction makes the reader connection drop its page cache, which cost the next ``find()`` 2-3 ms
+    when each call wrote its own trace. Items wait at most ``delay_s`` seconds and are written together in one
+    transaction (:func:`save_traces`); :meth:`flush` writes them at once (``get_trace``, ``stats`` and ``close``
+    call it, so nothing read back is ever missing).
+    """
 
-async def record_recalls(db: Any, ids: list[str], when: Any) -> None:
-    """Count a recall of each entry id (``access_count`` + 1, ``last_accessed_at`` = ``when``, UTC)."""
-    async with db.transaction() as conn:
-        await _count_recalls(conn, ids, when)
+    def __init__(self, db: Any, delay_s: float = 0.2):
+        self.db = db
+        self.delay_s = delay_s
+        self._items: list[tuple[Trace | None, list[str], Any]] = []
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+
+    def add(self, trace: Trace | None, recalled: list[str] | None) -> None:
+        """Queue one call's trace (or None) and recalled entry ids; must run on the engine loop."""
+        self._items.append((trace, list(recalled or []), utcnow()))
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), self.delay_s)
+        self._wake.clear()
+        items, self._items = self._items, []
+        self._task = None
+        try:
+            await save_traces(self.db, items)
+        except AgentBaseError as exc:  # bookkeeping: report, never fail a later call for it
+            log.warning("could not store %d retrieval trace(s): %s", len(items), exc)
+
+    async def flush(self) -> None:
+        """Write everything queued now and wait for it."""
+        while self._task is not None:
+            task = self._task
+            self._wake.set()
+            await asyncio.gather(task, return_exceptions=True)
 
 
 async def load_trace(db: Any, trace_id: str) -> Trace:

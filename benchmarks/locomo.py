@@ -170,14 +170,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                    "evidence_sessions": sorted({session_of(cid, d) for d in evidence}),
                                    "systems": {}})
             try:
+                runs = []
                 for it in conv_items:
-                    sessions = set(it["evidence_sessions"])
                     for mode in modes:
                         r = await built.query(it["question"], mode=mode, top_k=args.top_k, reference_time=ref_time)
                         r10 = await built.query(it["question"], mode=mode, top_k=10, reference_time=ref_time)
-                        name = "agentbase" if mode == "hybrid" else f"agentbase-{mode}"
-                        it["systems"][name] = system_record(r, r10, it["evidence"], sessions)
+                        runs.append((it, "agentbase" if mode == "hybrid" else f"agentbase-{mode}", r, r10))
                     bar.update(task, advance=1 if not args.compare else 0.5, info=f"{cid}: queries")
+                await built.load_traces([x for _, _, r, r10 in runs for x in (r, r10)])
+                for it, name, r, r10 in runs:
+                    it["systems"][name] = system_record(r, r10, it["evidence"], set(it["evidence_sessions"]))
             finally:
                 await built.close(cache, cid, keep=args.keep_dbs)
             if args.compare:

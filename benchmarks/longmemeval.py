@@ -214,11 +214,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                           pause_worker=not args.concurrent_embedding)
             row["build"] = built.build
             try:
+                runs = {}
                 for mode in modes:
                     bar.update(task, info=f"{qid}: find {mode}")
                     r = await built.query(qa["question"], mode=mode, top_k=args.top_k, reference_time=ref_time)
                     r10 = await built.query(qa["question"], mode=mode, top_k=10, reference_time=ref_time)
-                    name = "agentbase" if mode == "hybrid" else f"agentbase-{mode}"
+                    runs["agentbase" if mode == "hybrid" else f"agentbase-{mode}"] = (r, r10)
+                await built.load_traces([x for pair in runs.values() for x in pair])
+                for name, (r, r10) in runs.items():
                     row["systems"][name] = system_record(r, r10, gold_s, gold_t)
             finally:
                 await built.close(cache, qid, keep=args.keep_dbs)

@@ -41,6 +41,7 @@ class QueryRun:
     trace_total_ms: float | None = None
     embed_query_ms: float | None = None
     steps: dict[str, float] = field(default_factory=dict)
+    trace_id: str | None = None
 
     @property
     def non_embed_ms(self) -> float | None:
@@ -83,13 +84,17 @@ class AgentBaseDB:
         results = await self.db.find(question, top_k=top_k, mode=mode, user_id=self.user_id,
                                      reference_time=reference_time, trace=True)
         wall = (time.perf_counter() - start) * 1000
-        run = QueryRun([self.hit(r) for r in results], wall)
-        if results and results[0].trace_id:
-            trace = await self.db.get_trace(results[0].trace_id)
-            run.trace_total_ms = trace.total_ms
-            run.steps = {s.name: s.latency_ms for s in trace.steps}
-            run.embed_query_ms = run.steps.get("embed_query", 0.0)
-        return run
+        return QueryRun([self.hit(r) for r in results], wall, trace_id=results[0].trace_id if results else None)
+
+    async def load_traces(self, runs: list[QueryRun]) -> None:
+        """Fill the trace figures of ``runs``. Call it after a batch of queries, not between them: reading a trace
+        writes the queued ones first, and a write between two queries is not what a user's loop does."""
+        for run in runs:
+            if run.trace_id:
+                trace = await self.db.get_trace(run.trace_id)
+                run.trace_total_ms = trace.total_ms
+                run.steps = {s.name: s.latency_ms for s in trace.steps}
+                run.embed_query_ms = run.steps.get("embed_query", 0.0)
 
     async def close(self, cache: EmbeddingCache | None, scope: str, keep: bool = False) -> None:
         model_id = getattr(self.db.embedder, "model_id", None)

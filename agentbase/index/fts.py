@@ -14,8 +14,10 @@ cause an FTS5 syntax error.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["STOPWORDS", "fts_document", "fts_query", "query_tokens"]
+__all__ = ["STOPWORDS", "document_frequencies", "fts_document", "fts_query", "match_expression", "query_tokens",
+           "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -94,8 +96,62 @@ def fts_query(query: str, *, drop_stopwords: bool = True) -> str | None:
     Returns:
         e.g. ``'"todo" OR "rotate"'``, or ``None`` when the query holds no searchable token.
     """
-    tokens = query_tokens(query, drop_stopwords=drop_stopwords)
+    return match_expression(query_tokens(query, drop_stopwords=drop_stopwords))
+
+
+def match_expression(tokens: list[str]) -> str | None:
+    """Join tokens from :func:`query_tokens` into ``"a" OR "b"``; ``None`` for an empty list."""
     if not tokens:
         return None
     # Tokens contain only letter/digit characters, so no quote can appear inside; quoting makes each a string.
     return " OR ".join(f'"{t}"' for t in tokens)
+
+
+async def document_frequencies(db: Any, tokens: list[str]) -> dict[str, int]:
+    """How many indexed entries contain each token (FTS5 applies its own stemming, so "doing" counts "do").
+
+    One statement; counting a token's documents walks its postings without scoring them, about 30 times cheaper
+    per posting than ``bm25()`` (measured at 100k entries: 1.1 ms vs 26 ms for a token in 22k entries).
+
+    Args:
+        db: the storage ``Database`` (reader connection).
+        tokens: tokens from :func:`query_tokens`.
+
+    Returns:
+        ``{token: document count}``.
+    """
+    out: dict[str, int] = {}
+    for start in range(0, len(tokens), 200):  # SQLite allows 2,000 result columns; a long query is chunked
+        part = tokens[start:start + 200]
+        cols = ", ".join("(SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?)" for _ in part)
+        row = await db.fetchone(f"SELECT {cols}", [f'"{t}"' for t in part])
+        out.update((t, int(n)) for t, n in zip(part, row or [0] * len(part)))
+    return out
+
+
+def select_terms(dfs: dict[str, int], max_postings: int) -> tuple[list[str], list[str]]:
+    """Keep the rarest query terms whose postings add up to at most ``max_postings``; drop the commonest.
+
+    ``bm25()`` costs about 1.5 us per matching entry, so an OR query whose terms each occur in thousands of
+    entries is the slowest part of ``find()`` on a large file. The commonest terms also carry the least BM25
+    weight (lowest IDF), which is the idea behind Lucene's common-terms query: the rarest term is always kept,
+    then terms in ascending document frequency while the running total stays within the budget.
+
+    Args:
+        dfs: ``{token: document frequency}`` in query order.
+        max_postings: the budget in postings (matching entries summed over terms); ``<= 0`` keeps every term.
+
+    Returns:
+        ``(kept, dropped)``, each in query order.
+    """
+    tokens = list(dfs)
+    if max_postings <= 0 or sum(dfs.values()) <= max_postings:
+        return tokens, []
+    keep: set[str] = set()
+    total = 0
+    for t in sorted(tokens, key=lambda t: (dfs[t], tokens.index(t))):
+        if keep and total + dfs[t] > max_postings:
+            break
+        keep.add(t)
+        total += dfs[t]
+    return [t for t in tokens if t in keep], [t for t in tokens if t not in keep]

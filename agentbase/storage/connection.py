@@ -131,8 +131,10 @@ class Database:
         degrade_reason: why the fallback is used, or None.
     """
 
-    def __init__(self, path: Path, busy_timeout_s: float, vector_engine: str = "auto", synchronous: str = "FULL"):
+    def __init__(self, path: Path, busy_timeout_s: float, vector_engine: str = "auto", synchronous: str = "FULL",
+                 mmap_mb: int = 0):
         self.path = path
+        self.mmap_bytes = max(0, int(mmap_mb)) * 1024 * 1024
         self.busy_timeout_s = busy_timeout_s
         self._requested_engine = vector_engine
         self.synchronous = "NORMAL" if synchronous == "NORMAL" else "FULL"
@@ -155,6 +157,7 @@ class Database:
         conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.execute(f"PRAGMA mmap_size = {self.mmap_bytes}")
         return conn
 
     def _set_engine(self) -> None:
@@ -220,8 +223,14 @@ class Database:
                 await conn.execute("INSERT INTO schema_version(version) VALUES (?)", (version,))
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Writer]:
+    async def transaction(self, *, durable: bool = True) -> AsyncIterator[Writer]:
         """Serialise a write transaction: ``BEGIN IMMEDIATE`` (retried on SQLITE_BUSY), then COMMIT or ROLLBACK.
+
+        Args:
+            durable: False commits without an fsync (``synchronous = NORMAL`` for this transaction only): in WAL
+                mode the write survives a process crash and reaches the disk with the next durable commit or
+                checkpoint, but not a power loss (https://www.sqlite.org/pragma.html#pragma_synchronous). For
+                bookkeeping the caller never waits for (retrieval traces, recall counts); user writes stay durable.
 
         Yields:
             The writer connection; everything executed on it commits atomically when the block exits.
@@ -233,16 +242,19 @@ class Database:
             raise StorageError("database is closed")
         async with self._write_lock:
             writer = Writer(self.writer)
-            await self._retry_busy(lambda: writer.execute("BEGIN IMMEDIATE"))
+            relaxed = not durable and self.synchronous == "FULL"
+            if relaxed:
+                await writer.execute("PRAGMA synchronous = NORMAL")
             try:
-                yield writer
-            except BaseException as exc:
-                with contextlib.suppress(*DRIVER_ERRORS):
-                    await writer.execute("ROLLBACK")
-                if isinstance(exc, DRIVER_ERRORS):
-                    raise StorageError(f"write failed: {exc}") from exc
-                raise
-            else:
+                await self._retry_busy(lambda: writer.execute("BEGIN IMMEDIATE"))
+                try:
+                    yield writer
+                except BaseException as exc:
+                    with contextlib.suppress(*DRIVER_ERRORS):
+                        await writer.execute("ROLLBACK")
+                    if isinstance(exc, DRIVER_ERRORS):
+                        raise StorageError(f"write failed: {exc}") from exc
+                    raise
                 try:
                     # Synchronous like every writer statement: a COMMIT on another thread could still be running
                     # when a cancelled caller rolls back or closes, and one connection must never be used from
@@ -252,6 +264,10 @@ class Database:
                     with contextlib.suppress(*DRIVER_ERRORS):
                         await writer.execute("ROLLBACK")
                     raise StorageError(f"commit failed: {exc}") from exc
+            finally:
+                if relaxed:
+                    with contextlib.suppress(*DRIVER_ERRORS):
+                        await writer.execute("PRAGMA synchronous = FULL")
 
     async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         """Run a read query on the reader connection and return all rows.
@@ -310,7 +326,7 @@ def _split_sql(script: str) -> Iterable[str]:
 
 
 async def open_database(path: str | Path, *, busy_timeout_s: float = 30.0, vector_engine: str = "auto",
-                        synchronous: str = "FULL", migrate_to: int = SCHEMA_VERSION) -> Database:
+                        synchronous: str = "FULL", mmap_mb: int = 0, migrate_to: int = SCHEMA_VERSION) -> Database:
     """Open (creating if needed) and migrate the database at ``path``.
 
     Args:
@@ -318,6 +334,7 @@ async def open_database(path: str | Path, *, busy_timeout_s: float = 30.0, vecto
         busy_timeout_s: seconds to wait for another process's write lock.
         vector_engine: ``"auto"``, ``"sqlite-vec"`` or ``"numpy"``.
         synchronous: ``"FULL"`` (durable across power loss) or ``"NORMAL"`` (across process crashes).
+        mmap_mb: MiB of the file each connection reads through a memory map (``PRAGMA mmap_size``); 0 = none.
         migrate_to: schema version to migrate to (tests use older versions to exercise upgrades).
 
     Returns:
@@ -326,6 +343,6 @@ async def open_database(path: str | Path, *, busy_timeout_s: float = 30.0, vecto
     Raises:
         SchemaVersionError, StorageError: see :meth:`Database.open`.
     """
-    db = Database(Path(path), busy_timeout_s, vector_engine, synchronous)
+    db = Database(Path(path), busy_timeout_s, vector_engine, synchronous, mmap_mb)
     await db.open(migrate_to=migrate_to)
     return db

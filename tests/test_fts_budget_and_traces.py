@@ -1,0 +1,146 @@
+"""The keyword leg's postings budget (common terms left out on large files) and batched trace writes."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from agentbase import AgentBase, load_settings
+from agentbase.embeddings import HashEmbedder
+from agentbase.index.fts import document_frequencies, select_terms
+
+from .conftest import make_db
+
+
+def test_select_terms_keeps_rarest_within_budget():
+    dfs = {"doing": 1045, "road": 511, "bike": 511, "march": 1154}
+    assert select_terms(dfs, 2000) == (["road", "bike"], ["doing", "march"])  # 511 + 511 + 1045 > 2000
+    assert select_terms(dfs, 5000) == (["doing", "road", "bike", "march"], [])  # total 3221 fits
+    assert select_terms(dfs, 0) == (list(dfs), [])  # 0 = off
+
+
+def test_select_terms_always_keeps_the_rarest_term():
+    assert select_terms({"last": 22123, "week": 11281}, 2000) == (["week"], ["last"])
+    # Ties in document frequency keep query order.
+    assert select_terms({"b": 10, "a": 10, "c": 10}, 20) == (["b", "a"], ["c"])
+    # A term absent from the index costs nothing and is kept.
+    assert select_terms({"zzz": 0, "common": 5000}, 100) == (["zzz"], ["common"])
+
+
+async def test_document_frequencies_count_stemmed_matches(db):
+    await db.add_memory("I was doing the dishes", dedup=False)
+    await db.add_memory("She does yoga", dedup=False)
+    await db.add_memory("We do taxes in April", dedup=False)
+    dfs = await document_frequencies(db.db, ["doing", "april", "zebra"])
+    # Porter stemming: "doing" and "do" share the stem "do" ("does" stems to "doe").
+    assert dfs == {"doing": 2, "april": 1, "zebra": 0}
+
+
+async def test_common_terms_are_dropped_only_above_the_budget(db_path):
+    settings = load_settings(ner="regex")
+    settings.retrieval.fts_max_postings = 30
+    ab = AgentBase(db_path, settings=settings, embedder=HashEmbedder(dims=32))
+    try:
+        for i in range(40):
+            await ab.add_memory(f"weekly note {i}: the team met again", dedup=False)
+        target = await ab.add_memory("the team adopted a pangolin named Biscuit", dedup=False)
+        results = await ab.find("team pangolin", top_k=3, mode="fts")
+        assert results[0].entry.id == target.id
+        trace = await ab.get_trace(results[0].trace_id)
+        normalize = next(s for s in trace.steps if s.name == "normalize")
+        assert normalize.details["dropped_terms"] == ["team"]  # 41 postings > 30; "pangolin" has 1
+        assert normalize.details["match"] == '"pangolin"'
+
+        ab.settings.retrieval.fts_max_postings = 0  # off: every term is scored
+        results = await ab.find("team pangolin", top_k=3, mode="fts")
+        trace = await ab.get_trace(results[0].trace_id)
+        normalize = next(s for s in trace.steps if s.name == "normalize")
+        assert normalize.details["dropped_terms"] == [] and normalize.details["match"] == '"team" OR "pangolin"'
+        assert results[0].entry.id == target.id and len(results) == 3
+    finally:
+        await ab.close()
+
+
+async def test_single_common_term_query_is_never_emptied(db_path):
+    settings = load_settings(ner="regex")
+    settings.retrieval.fts_max_postings = 5
+    ab = AgentBase(db_path, settings=settings, embedder=HashEmbedder(dims=32))
+    try:
+        for i in range(12):
+            await ab.add_memory(f"standup number {i}", dedup=False)
+        results = await ab.find("standup", top_k=20, mode="fts")
+        assert len(results) == 12
+    finally:
+        await ab.close()
+
+
+async def test_traces_and_recalls_of_many_finds_are_all_stored(db_path):
+    ab = make_db(db_path)
+    try:
+        e = await ab.add_memory("The staging keys rotate every Monday")
+        ids = []
+        for _ in range(7):
+            results = await ab.find("staging keys", top_k=1)
+            ids.append(results[0].trace_id)
+        assert len(set(ids)) == 7
+        for trace_id in ids:  # readable at once: get_trace writes what is queued first
+            assert (await ab.get_trace(trace_id)).result_ids == [e.id]
+        assert (await ab.get(e.id)).access_count == 7
+    finally:
+        await ab.close()
+
+
+async def test_queued_traces_are_written_by_close(db_path):
+    ab = make_db(db_path)
+    await ab.add_memory("Lunch order: two falafel wraps")
+    results = await ab.find("falafel", top_k=1)
+    await ab.close()  # right after find: the queued trace and recall must reach the file
+    con = sqlite3.connect(db_path)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM retrieval_traces WHERE id = ?",
+                           (results[0].trace_id,)).fetchone()[0] == 1
+        assert con.execute("SELECT access_count FROM entries WHERE id = ?",
+                           (results[0].entry.id,)).fetchone()[0] == 1
+    finally:
+        con.close()
+
+
+async def test_concurrent_finds_lose_no_trace(db):
+    await db.add_memory("Deploy window is Thursday 14:00 UTC")
+    results = await asyncio.gather(*(db.find("deploy window", top_k=1) for _ in range(12)))
+    trace_ids = {r[0].trace_id for r in results}
+    assert len(trace_ids) == 12
+    listed = {t["id"] for t in await db.list_traces(limit=100)}
+    assert trace_ids <= listed
+
+
+async def test_non_durable_transaction_restores_full_sync(db):
+    async with db.db.transaction(durable=False) as conn:
+        assert (await conn.execute("PRAGMA synchronous")).rows[0][0] == 1  # NORMAL inside
+    async with db.db.transaction() as conn:
+        assert (await conn.execute("PRAGMA synchronous")).rows[0][0] == 2  # FULL again for user writes
+
+
+@pytest.mark.parametrize("mmap_mb", [0, 64])
+async def test_mmap_setting_reaches_both_connections(tmp_path, mmap_mb):
+    settings = load_settings(ner="regex")
+    settings.storage.mmap_mb = mmap_mb
+    ab = AgentBase(tmp_path / "m.db", settings=settings, embedder=HashEmbedder(dims=16))
+    try:
+        await ab.initialize()
+        assert (await ab.db.fetchone("PRAGMA mmap_size"))[0] == mmap_mb * 1024 * 1024
+        async with ab.db.transaction() as conn:
+            assert (await conn.execute("PRAGMA mmap_size")).rows[0][0] == mmap_mb * 1024 * 1024
+    finally:
+        await ab.close()
+
+
+async def test_query_with_thousands_of_terms_is_counted_in_chunks(db):
+    target = await db.add_memory("word1999 appears once", dedup=False)
+    query = " ".join(f"word{i}" for i in range(2500))  # more terms than SQLite's 2,000 result columns
+    dfs = await document_frequencies(db.db, [f"word{i}" for i in range(2500)])
+    assert len(dfs) == 2500 and dfs["word1999"] == 1 and sum(dfs.values()) == 1
+    results = await db.find(query, top_k=1, mode="fts")
+    assert results[0].entry.id == target.id
