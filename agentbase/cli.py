@@ -53,7 +53,6 @@ def _db(path: str, embedder: str | None = None, *, existing: bool = False) -> An
 
 EXIT_NOT_FOUND, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
 ID_PREFIX_MIN = 8
-_PAGE = 10_000
 
 
 def _fail(exc: AgentBaseError) -> typer.Exit:
@@ -76,7 +75,7 @@ def _run(coro: Any) -> Any:
 async def _find_entry(ab: Any, ref: str) -> Any:
     """Return the entry whose id is ``ref`` or starts with ``ref`` (a prefix of at least 8 characters).
 
-    Only the public ``get`` and ``list`` API is used, so the id reaches SQL as a bound parameter.
+    Only the public API is used (``get``, ``ids_with_prefix``), so the id reaches SQL as a bound parameter.
 
     Raises:
         NotFoundError: no entry matches.
@@ -85,22 +84,17 @@ async def _find_entry(ab: Any, ref: str) -> Any:
     entry = await ab.get(ref)
     if entry is not None:
         return entry
-    matches: list[Any] = []
-    offset = 0
-    while len(ref) >= ID_PREFIX_MIN:
-        page = await ab.list(limit=_PAGE, offset=offset, include_archived=True, exclude_superseded=False)
-        matches += [e for e in page if e.id.startswith(ref)]
-        if len(page) < _PAGE:
-            break
-        offset += _PAGE
+    matches = await ab.ids_with_prefix(ref, limit=11) if len(ref) >= ID_PREFIX_MIN else []
     if not matches:
         short = len(ref) < ID_PREFIX_MIN
         raise NotFoundError(f"entry {ref!r} not found"
                             + (f" (an id prefix needs at least {ID_PREFIX_MIN} characters)" if short else ""))
     if len(matches) > 1:
-        shown = ", ".join(sorted(e.id for e in matches)[:10]) + (", ..." if len(matches) > 10 else "")
-        raise ValidationError(f"id prefix {ref!r} is ambiguous: it matches {len(matches)} entries: {shown}")
-    return matches[0]
+        many = len(matches) > 10
+        shown = ", ".join(matches[:10]) + (", ..." if many else "")
+        count = "more than 10" if many else str(len(matches))
+        raise ValidationError(f"id prefix {ref!r} is ambiguous: it matches {count} entries: {shown}")
+    return await ab.get(matches[0])
 
 
 def _out(obj: Any, as_json: bool) -> None:

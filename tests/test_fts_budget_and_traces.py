@@ -144,3 +144,17 @@ async def test_query_with_thousands_of_terms_is_counted_in_chunks(db):
     assert len(dfs) == 2500 and dfs["word1999"] == 1 and sum(dfs.values()) == 1
     results = await db.find(query, top_k=1, mode="fts")
     assert results[0].entry.id == target.id
+
+
+async def test_ids_with_prefix_is_a_bounded_range_lookup(db):
+    a = await db.add_memory("alpha", entry_id="abcdef12-0001")
+    b = await db.add_memory("beta", entry_id="abcdef12-0002")
+    c = await db.add_memory("gamma", entry_id="abcdef13-0001")
+    assert await db.ids_with_prefix("abcdef12") == [a.id, b.id]
+    assert await db.ids_with_prefix("abcdef12", limit=1) == [a.id]
+    assert await db.ids_with_prefix("abcdef13") == [c.id]
+    assert await db.ids_with_prefix("abcdef1%") == []  # LIKE wildcards are plain characters here
+    assert await db.ids_with_prefix("zzz") == []
+    from agentbase.errors import ValidationError
+    with pytest.raises(ValidationError):
+        await db.ids_with_prefix("abc", limit=0)

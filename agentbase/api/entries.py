@@ -183,6 +183,31 @@ class EntriesAPI:
         return found[1] if found else None
 
     @bridged
+    async def ids_with_prefix(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """Entry ids that start with ``prefix`` (the short ids the CLI prints), smallest first.
+
+        A range scan on the unique ``id`` index (``prefix <= id < prefix + U+10FFFF``), so it costs the same at
+        any size; ``prefix`` is a bound parameter.
+
+        Args:
+            prefix: the start of an id (validated like an id).
+            limit: most ids to return (>= 1); ask for 2 to tell "unique" from "ambiguous".
+
+        Returns:
+            Up to ``limit`` full ids, of entries of any owner and status.
+
+        Raises:
+            ValidationError: a malformed prefix or a bad ``limit``.
+        """
+        check_id(prefix, "prefix")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("limit must be an integer >= 1")
+        db = await self._open()
+        rows = await db.fetchall("SELECT id FROM entries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                                 (prefix, prefix + "\U0010ffff", limit))
+        return [r[0] for r in rows]
+
+    @bridged
     async def update(self, entry_id: str, content: str | None = None, *, tags: list[str] | None = None,
                      metadata: dict[str, Any] | None = None, category: str | None = None,
                      confidence: float | None = None, importance: float | None = None,

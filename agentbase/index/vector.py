@@ -98,7 +98,11 @@ async def _knn_matrix(db: Any, matrix: VectorMatrix, query: np.ndarray, k: int, 
     head = matrix.nearest(query, max(4 * k, 256))
     if not head:
         return []
-    allowed = await rids_passing(db, [rid for rid, _ in head], where, params)
+    # Usually every row passes (the filter is the owner and status): check the first k before the rest.
+    first = await rids_passing(db, [rid for rid, _ in head[:k]], where, params)
+    if len(first) == min(k, len(head)) and (len(head) >= k or len(head) >= matrix.rows):
+        return head[:k]
+    allowed = first | await rids_passing(db, [rid for rid, _ in head[k:]], where, params)
     passed = [pair for pair in head if pair[0] in allowed]
     if len(passed) >= k or len(head) >= matrix.rows:
         return passed[:k]

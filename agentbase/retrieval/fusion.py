@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ConfigError
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["FusedScore", "max_rrf_score", "ner_boost", "signal_label", "weighted_rrf"]
 
 _PRIMARY = ("fts", "vector")
+Id = TypeVar("Id", bound=Hashable)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 
 
@@ -50,8 +51,8 @@ def signal_label(signals: Iterable[str]) -> str:
     return "+".join(head + sorted(names - set(_PRIMARY)))
 
 
-def weighted_rrf(rankings: dict[str, list[str]], weights: dict[str, float],
-                 k: int = 60) -> dict[str, FusedScore]:
+def weighted_rrf(rankings: dict[str, list[Id]], weights: dict[str, float],
+                 k: int = 60) -> dict[Id, FusedScore]:
     """Fuse ranked lists with weighted reciprocal rank fusion.
 
     ``score(d) = sum over signals s that returned d of weights[s] / (k + rank_s(d))`` with 1-based ranks. This
@@ -60,7 +61,8 @@ def weighted_rrf(rankings: dict[str, list[str]], weights: dict[str, float],
     and cosine scores never have to be put on one scale.
 
     Args:
-        rankings: signal name (``"fts"``, ``"vector"``, ...) -> entry ids, best first. A repeated id keeps its
+        rankings: signal name (``"fts"``, ``"vector"``, ...) -> entry ids (any hashable, comparable type: the
+            pipeline passes rowids), best first. A repeated id keeps its
             best (first) rank; empty lists are allowed.
         weights: signal name -> weight (>= 0), e.g. ``{"fts": 0.4, "vector": 0.6}``; every signal in
             ``rankings`` needs one.
@@ -74,7 +76,7 @@ def weighted_rrf(rankings: dict[str, list[str]], weights: dict[str, float],
     """
     if k < 0:
         raise ConfigError(f"rrf k must be >= 0, got {k}")
-    fused: dict[str, FusedScore] = {}
+    fused: dict[Id, FusedScore] = {}
     for signal, ids in rankings.items():
         if signal not in weights:
             raise ConfigError(f"no weight for retrieval signal {signal!r}; weights has {sorted(weights)}")

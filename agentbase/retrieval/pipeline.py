@@ -138,7 +138,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
 
     weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector, "graph": cfg.weight_graph,
                "temporal": cfg.weight_temporal}
-    fused = weighted_rrf({k: [str(r) for r in v] for k, v in rankings.items()}, weights, k=cfg.rrf_k)
+    fused = weighted_rrf(rankings, weights, k=cfg.rrf_k)
     tracer.step("fusion_rrf", candidates_in=sum(len(v) for v in rankings.values()), candidates_out=len(fused),
                 k=cfg.rrf_k, weights=weights)
     if not fused:
@@ -149,14 +149,14 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     # Boosts multiply scores by at most ~2.6, so only the head of the fused list can reach the top_k: load and
     # shape at most `rerank_pool` candidates.
     pool = max(cfg.rerank_pool, 5 * top_k_pool)
-    rids = [int(r) for r in sorted(fused, key=lambda r: -fused[r].score)[:pool]]
+    rids = list(fused)[:pool]  # weighted_rrf returns the best first
     rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
                              f"({','.join('?' * len(rids))})", rids)
     entries = {row[0]: row_to_entry(row) for row in rows}
     max_rrf = max_rrf_score(weights, cfg.rrf_k, list(rankings))
     cands: dict[int, dict[str, Any]] = {}
     for rid in rids:
-        fs = fused[str(rid)]
+        fs = fused[rid]
         if rid not in entries:
             continue
         parts = {"rrf": fs.score, "rrf_norm": fs.score / max_rrf if max_rrf else 0.0}
