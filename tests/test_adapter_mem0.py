@@ -83,7 +83,9 @@ def test_add_without_ids_raises_mem0_validation_error(m):
 
 
 def test_fallback_validation_error_without_mem0(m, monkeypatch):
-    monkeypatch.setattr(mem0_mod, "_VALIDATION_CLS", None)
+    from agentbase.adapters import _mem0_rules
+
+    monkeypatch.setattr(_mem0_rules, "_VALIDATION_CLS", None)
     monkeypatch.setitem(sys.modules, "mem0.exceptions", None)  # import fails like an absent package
     with pytest.raises(mem0_mod.ValidationError) as info:
         m.add("hello", infer=False)
