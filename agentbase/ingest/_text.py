@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["CJK", "clean_text", "has_cjk", "split_sentences"]
 
@@ -53,6 +54,8 @@ def split_sentences(text: str) -> list[str]:
     """Split text into sentences (English and CJK punctuation, line breaks), keeping the end punctuation.
 
     Common abbreviations ("Dr.", "e.g.", "Jan.") and single-letter initials ("J. K.") do not end a sentence.
+    Memoised for texts up to 8,192 characters: one entry's text is split for its L0 and L1 tiers, its facts and
+    the session summary.
 
     Args:
         text: cleaned text (see :func:`clean_text`).
@@ -60,6 +63,10 @@ def split_sentences(text: str) -> list[str]:
     Returns:
         Non-empty stripped sentences in order.
     """
+    return list(_split_cached(text) if len(text) <= _MEMO_CHARS else _split_sentences(text))
+
+
+def _split_sentences(text: str) -> tuple[str, ...]:
     out: list[str] = []
     start = 0
     for m in _BREAK.finditer(text):
@@ -76,4 +83,8 @@ def split_sentences(text: str) -> list[str]:
     tail = text[start:].strip()
     if tail:
         out.append(tail)
-    return out
+    return tuple(out)
+
+
+_MEMO_CHARS = 8192  # longer texts are split each time, so the cache stays small (at most ~16 MiB of keys)
+_split_cached = lru_cache(maxsize=1024)(_split_sentences)

@@ -16,6 +16,7 @@ same key with a new value supersedes the old fact. Keys: ``favorite <thing>``, `
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from ..errors import ValidationError
@@ -78,8 +79,14 @@ def extract_facts(text: str, *, subject: str = "User", max_chars: int = 20_000) 
     """
     if not isinstance(text, str):
         raise ValidationError(f"text must be a str, got {type(text).__name__}")
+    # Memoised for messages up to 8,192 characters: a session commit reads each user turn twice (its facts,
+    # then the session summary's "Facts:" line).
+    return list((_extract_cached if len(text) <= 8192 else _extract)(text, subject, max_chars))
+
+
+def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
     if not text or not R.GATE.search(text):
-        return []
+        return ()
     zh_subject = "用户" if subject == "User" else subject
     facts: list[Fact] = []
     seen: set[str] = set()
@@ -104,4 +111,7 @@ def extract_facts(text: str, *, subject: str = "User", max_chars: int = 20_000) 
             if fact.text.casefold() not in seen:
                 seen.add(fact.text.casefold())
                 facts.append(fact)
-    return facts
+    return tuple(facts)
+
+
+_extract_cached = lru_cache(maxsize=512)(_extract)
