@@ -12,12 +12,13 @@ import asyncio
 import atexit
 import functools
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from .errors import UsageError
 
-__all__ = ["EngineLoop", "bridged", "engine_loop"]
+__all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -84,7 +85,26 @@ def bridged(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     return wrapper
 
 
+_at_exit: weakref.WeakSet[Any] = weakref.WeakSet()
+EXIT_FLUSH_S = 5.0  # seconds each open database gets at interpreter exit to write its queued bookkeeping
+
+
+def flush_at_exit(obj: Any) -> None:
+    """Have ``obj._drain_background()`` (a coroutine method) awaited on the engine loop at interpreter exit.
+
+    Held weakly: a closed and dropped database is forgotten. Used so a script that ends without ``close()``
+    still writes the traces and recall counts its last ``find()`` calls queued.
+    """
+    _at_exit.add(obj)
+
+
 @atexit.register
 def _shutdown() -> None:  # pragma: no cover - interpreter exit
-    if _engine is not None:
-        _engine.loop.call_soon_threadsafe(_engine.loop.stop)
+    if _engine is None:
+        return
+    for obj in list(_at_exit):
+        try:
+            asyncio.run_coroutine_threadsafe(obj._drain_background(), _engine.loop).result(EXIT_FLUSH_S)
+        except Exception:  # noqa: BLE001 - best effort while the interpreter shuts down
+            pass
+    _engine.loop.call_soon_threadsafe(_engine.loop.stop)

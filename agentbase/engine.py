@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ._loop import bridged
+from ._loop import bridged, flush_at_exit
 from .api.debug import DebugAPI
 from .api.entries import EntriesAPI
 from .api.knowledge import KnowledgeAPI
@@ -38,6 +38,7 @@ from .validation import check_id, check_limit
 
 __all__ = ["AgentBase"]
 
+CLOSE_WAIT_S = 30.0  # seconds close() waits for find() calls still running before it writes their traces
 
 
 class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
@@ -77,6 +78,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         self._closed = False
         self._sync: Any = None
         self.traces: TraceBuffer | None = None  # find()'s traces and recall counts, written in batches
+        self._finds: set[Any] = set()  # find() calls running on the engine loop
 
     async def _drain_background(self) -> None:
         """Write the queued traces and recall counts now (readers of traces and ``close`` call this)."""
@@ -121,6 +123,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                                      mmap_mb=self.settings.storage.mmap_mb)
             self.db = db
             self.traces = TraceBuffer(db)
+            flush_at_exit(self)
             if self.embedder is not None:
                 await self._check_dims()
                 cache_mb = self.settings.storage.vector_cache_mb
@@ -158,6 +161,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     async def close(self) -> None:
         """Stop the worker and close the file (idempotent). Pending embedding jobs stay queued in the file."""
         self._closed = True
+        if self._finds:
+            await asyncio.wait(list(self._finds), timeout=CLOSE_WAIT_S)
         await self._drain_background()
         if self.worker is not None:
             await self.worker.stop()
@@ -224,7 +229,12 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         params = FindParams(query=query, top_k=top_k, mode=mode, strategy=strategy, token_budget=token_budget,
                             reference_time=parse_time(reference_time) or utcnow(), filters=f,
                             trace=self.settings.retrieval.trace if trace is None else trace)
-        return await run_find(self, params)
+        task = asyncio.current_task()
+        self._finds.add(task)  # close() lets running finds finish, so their traces are queued before the flush
+        try:
+            return await run_find(self, params)
+        finally:
+            self._finds.discard(task)
 
     @bridged
     async def get_trace(self, trace_id: str) -> Trace:

@@ -9,7 +9,7 @@ import pytest
 
 from agentbase import AgentBase, load_settings
 from agentbase.embeddings import HashEmbedder
-from agentbase.index.fts import document_frequencies, select_terms
+from agentbase.index.fts import common_terms_queries, document_frequencies, select_terms
 
 from .conftest import make_db
 
@@ -25,8 +25,18 @@ def test_select_terms_always_keeps_the_rarest_term():
     assert select_terms({"last": 22123, "week": 11281}, 2000) == (["week"], ["last"])
     # Ties in document frequency keep query order.
     assert select_terms({"b": 10, "a": 10, "c": 10}, 20) == (["b", "a"], ["c"])
-    # A term absent from the index costs nothing and is kept.
-    assert select_terms({"zzz": 0, "common": 5000}, 100) == (["zzz"], ["common"])
+    # A term absent from the index (a typo) costs nothing and is kept, but the rarest term that occurs is kept too.
+    assert select_terms({"teh": 0, "meeting": 5000}, 100) == (["teh", "meeting"], [])
+    assert common_terms_queries(["a"], ["b", "c"]) == ['("a") AND ("b" OR "c")', '("a") NOT ("b" OR "c")']
+    assert common_terms_queries(["a", "b"], []) == ['"a" OR "b"'] and common_terms_queries([], ["b"]) == []
+    assert select_terms({"teh": 0, "rare": 5, "meeting": 5000}, 100) == (["teh", "rare"], ["meeting"])
+    assert select_terms({"a": 0, "b": 0}, 1) == (["a", "b"], [])
+
+
+def test_select_terms_is_fast_on_very_long_queries():
+    dfs = {f"w{i}": i % 50 for i in range(40_000)}
+    kept, dropped = select_terms(dfs, 2000)  # was quadratic (list.index in the sort key)
+    assert len(kept) + len(dropped) == 40_000 and len(kept) > 1000
 
 
 async def test_document_frequencies_count_stemmed_matches(db):
@@ -51,7 +61,8 @@ async def test_common_terms_are_dropped_only_above_the_budget(db_path):
         trace = await ab.get_trace(results[0].trace_id)
         normalize = next(s for s in trace.steps if s.name == "normalize")
         assert normalize.details["dropped_terms"] == ["team"]  # 41 postings > 30; "pangolin" has 1
-        assert normalize.details["match"] == '"pangolin"'
+        # Candidates must contain the rare term; every term still scores them (two disjoint halves).
+        assert normalize.details["match"] == '("pangolin") AND ("team") | ("pangolin") NOT ("team")'
 
         ab.settings.retrieval.fts_max_postings = 0  # off: every term is scored
         results = await ab.find("team pangolin", top_k=3, mode="fts")
@@ -59,6 +70,11 @@ async def test_common_terms_are_dropped_only_above_the_budget(db_path):
         normalize = next(s for s in trace.steps if s.name == "normalize")
         assert normalize.details["dropped_terms"] == [] and normalize.details["match"] == '"team" OR "pangolin"'
         assert results[0].entry.id == target.id and len(results) == 3
+        unbudgeted = [(r.entry.id, r.score_parts["bm25"]) for r in results]
+        ab.settings.retrieval.fts_max_postings = 30
+        budgeted = await ab.find("team pangolin", top_k=3, mode="fts")
+        # Entries holding the rare term get exactly the BM25 score of the plain OR query.
+        assert (budgeted[0].entry.id, budgeted[0].score_parts["bm25"]) == unbudgeted[0]
     finally:
         await ab.close()
 
@@ -158,3 +174,143 @@ async def test_ids_with_prefix_is_a_bounded_range_lookup(db):
     from agentbase.errors import ValidationError
     with pytest.raises(ValidationError):
         await db.ids_with_prefix("abc", limit=0)
+
+
+async def _budget_db(path, budget):
+    settings = load_settings(ner="regex")
+    settings.retrieval.fts_max_postings = budget
+    ab = AgentBase(path, settings=settings, embedder=None)
+    await ab.initialize()
+    return ab
+
+
+async def test_typo_next_to_a_common_word_still_finds_the_common_word(tmp_path):
+    ab = await _budget_db(tmp_path / "b.db", 20)
+    try:
+        for i in range(30):
+            await ab.add_memory(f"team meeting number {i}", dedup=False)
+        results = await ab.find("meeting teh", top_k=5, mode="fts")
+        assert len(results) == 5 and all("meeting" in r.entry.content for r in results)
+    finally:
+        await ab.close()
+
+
+async def test_budget_never_starves_a_filtered_search(tmp_path):
+    ab = await _budget_db(tmp_path / "b.db", 20)
+    try:
+        for i in range(30):
+            await ab.add_memory(f"weekly meeting {i}", user_id="alice" if i % 3 == 0 else "bob", dedup=False)
+        for i in range(3):
+            await ab.add_memory(f"zebracorn sighting {i}", user_id="bob", dedup=False)
+        # "zebracorn" is the rare term but only bob has it: alice must still get her meetings.
+        results = await ab.find("zebracorn meeting", top_k=10, mode="fts", user_id="alice")
+        assert len(results) == 10 and {r.entry.user_id for r in results} == {"alice"}
+        trace = await ab.get_trace(results[0].trace_id)
+        assert any(s.name == "candidates_fts_all_terms" for s in trace.steps)
+    finally:
+        await ab.close()
+
+
+async def test_budget_ranks_entries_with_a_rare_term_exactly_as_without_it(tmp_path):
+    ab = await _budget_db(tmp_path / "b.db", 25)
+    try:
+        for i in range(40):
+            await ab.add_memory(f"deploy note {i}", dedup=False)
+        for i in range(12):
+            await ab.add_memory(f"python script {i}", dedup=False)
+        for i in range(3):
+            await ab.add_memory(f"python deploy checklist {i}", dedup=False)
+        budgeted = await ab.find("python deploy", top_k=15, mode="fts")
+        trace = await ab.get_trace(budgeted[0].trace_id)
+        assert next(s for s in trace.steps if s.name == "normalize").details["dropped_terms"] == ["deploy"]
+        ab.settings.retrieval.fts_max_postings = 0
+        plain = await ab.find("python deploy", top_k=15, mode="fts")
+        # The 15 entries with "python" come first either way, in the same order with the same BM25 scores.
+        assert [(r.entry.id, r.score_parts["bm25"]) for r in budgeted] == \
+            [(r.entry.id, r.score_parts["bm25"]) for r in plain]
+        assert all("python" in r.entry.content for r in budgeted)
+    finally:
+        await ab.close()
+
+
+async def test_ids_with_prefix_edge_cases(db):
+    top = "\U0010ffff"
+    a = await db.add_memory("one", entry_id=f"abcdefgh{top}")
+    b = await db.add_memory("two", entry_id=f"abcdefgh{top}zz")
+    c = await db.add_memory("three", entry_id="abcdefgi")
+    assert await db.ids_with_prefix("abcdefgh") == [a.id, b.id]  # ids continuing with U+10FFFF are found
+    assert await db.ids_with_prefix(f"abcdefgh{top}") == [a.id, b.id]
+    assert await db.ids_with_prefix("abcdefgi") == [c.id]
+    from agentbase.errors import ValidationError
+    for bad in (2 ** 63, 10_001, True, "2"):
+        with pytest.raises(ValidationError):
+            await db.ids_with_prefix("abcdefgh", limit=bad)
+
+
+async def test_write_lock_held_elsewhere_raises_storage_error_and_changes_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    from agentbase.errors import StorageError
+
+    settings = load_settings(ner="regex")
+    settings.storage.busy_timeout_s = 0.3
+    ab = AgentBase(tmp_path / "l.db", settings=settings, embedder=None)
+    await ab.initialize()
+    # Another process holds the write lock (POSIX locks do not separate connections inside one process).
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+        "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.readline(); c.execute('ROLLBACK')"),
+        str(tmp_path / "l.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(StorageError, match="busy_timeout_s"):
+            await ab.add_memory("written while another process holds the lock")
+        holder.communicate("\n", timeout=30)
+        assert await ab.count() == 0
+        await ab.add_memory("written after the lock is gone")
+        assert await ab.count() == 1
+    finally:
+        holder.kill()
+        await ab.close()
+
+
+async def test_close_waits_for_running_finds_and_stores_their_traces(db_path):
+    ab = make_db(db_path)
+    for i in range(200):
+        await ab.add_memory(f"release checklist item {i}", dedup=False)
+    finds = [asyncio.ensure_future(ab.find("release checklist", top_k=5)) for _ in range(8)]
+    await asyncio.sleep(0)
+    await ab.close()
+    done = [f.result() for f in finds if not f.exception()]
+    assert done  # the finds that were running completed
+    con = sqlite3.connect(db_path)
+    try:
+        stored = {r[0] for r in con.execute("SELECT id FROM retrieval_traces")}
+    finally:
+        con.close()
+    assert {r[0].trace_id for r in done} <= stored
+
+
+def test_script_ending_without_close_still_writes_its_traces(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    path = tmp_path / "exit.db"
+    script = textwrap.dedent(f"""
+        from agentbase import AgentBase, SyncAgentBase, load_settings
+        from agentbase.embeddings import HashEmbedder
+        db = SyncAgentBase(db=AgentBase({str(path)!r}, settings=load_settings(ner="regex"), embedder=HashEmbedder(16)))
+        db.add_memory("the office wifi password rotates monthly")
+        print(db.find("wifi password", top_k=1)[0].trace_id)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    trace_id = out.stdout.strip().splitlines()[-1]
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM retrieval_traces WHERE id = ?", (trace_id,)).fetchone()[0] == 1
+        assert con.execute("SELECT access_count FROM entries").fetchone()[0] == 1
+    finally:
+        con.close()

@@ -186,12 +186,13 @@ class EntriesAPI:
     async def ids_with_prefix(self, prefix: str, *, limit: int = 10) -> list[str]:
         """Entry ids that start with ``prefix`` (the short ids the CLI prints), smallest first.
 
-        A range scan on the unique ``id`` index (``prefix <= id < prefix + U+10FFFF``), so it costs the same at
-        any size; ``prefix`` is a bound parameter.
+        A range scan on the unique ``id`` index (``prefix <= id < successor``, where the successor raises the
+        prefix's last character by one code point), so it costs the same at any size; ``prefix`` is a bound
+        parameter.
 
         Args:
             prefix: the start of an id (validated like an id).
-            limit: most ids to return (>= 1); ask for 2 to tell "unique" from "ambiguous".
+            limit: most ids to return (1..10,000); ask for 2 to tell "unique" from "ambiguous".
 
         Returns:
             Up to ``limit`` full ids, of entries of any owner and status.
@@ -200,11 +201,14 @@ class EntriesAPI:
             ValidationError: a malformed prefix or a bad ``limit``.
         """
         check_id(prefix, "prefix")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValidationError("limit must be an integer >= 1")
+        check_limit(limit, "limit", maximum=10_000)
         db = await self._open()
-        rows = await db.fetchall("SELECT id FROM entries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-                                 (prefix, prefix + "\U0010ffff", limit))
+        upper = _prefix_successor(prefix)
+        if upper is None:  # the prefix is all U+10FFFF: every id from it on starts with it
+            rows = await db.fetchall("SELECT id FROM entries WHERE id >= ? ORDER BY id LIMIT ?", (prefix, limit))
+        else:
+            rows = await db.fetchall("SELECT id FROM entries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                                     (prefix, upper, limit))
         return [r[0] for r in rows]
 
     @bridged
@@ -416,3 +420,17 @@ class EntriesAPI:
                                owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0, importance=0.5,
                                event_time=None, context_type=ContextType.SKILL, dedup=False, entry_id=None,
                                extra={"name": name, "description": description})
+
+
+def _prefix_successor(prefix: str) -> str | None:
+    """The smallest string greater than every string starting with ``prefix`` (code point order, which is the
+    byte order of UTF-8 that SQLite's BINARY collation compares); None when no such string exists."""
+    chars = list(prefix)
+    while chars:
+        code = ord(chars[-1]) + 1
+        if code > 0x10FFFF:
+            chars.pop()
+            continue
+        chars[-1] = chr(0xE000 if 0xD800 <= code <= 0xDFFF else code)  # skip the surrogate block
+        return "".join(chars)
+    return None

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["STOPWORDS", "document_frequencies", "fts_document", "fts_query", "match_expression", "query_tokens",
-           "select_terms"]
+__all__ = ["STOPWORDS", "common_terms_queries", "document_frequencies", "fts_document", "fts_query",
+           "match_expression", "query_tokens", "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -107,6 +107,25 @@ def match_expression(tokens: list[str]) -> str | None:
     return " OR ".join(f'"{t}"' for t in tokens)
 
 
+def common_terms_queries(kept: list[str], dropped: list[str]) -> list[str]:
+    """MATCH expressions for :func:`select_terms`'s split, whose union is every entry containing a kept term.
+
+    ``(kept) AND (dropped)`` and ``(kept) NOT (dropped)``: each query term appears once in each expression, so
+    ``bm25()`` gives every such entry exactly the score the plain OR of all terms gives it (FTS5 computes each
+    term's IDF over the whole table either way), while only entries with a rare term are scored. Without dropped
+    terms: the plain OR of ``kept``.
+
+    Returns:
+        One or two expressions (``[]`` when ``kept`` is empty).
+    """
+    if not kept:
+        return []
+    if not dropped:
+        return [match_expression(kept)]  # type: ignore[list-item]
+    k, d = match_expression(kept), match_expression(dropped)
+    return [f"({k}) AND ({d})", f"({k}) NOT ({d})"]
+
+
 async def document_frequencies(db: Any, tokens: list[str]) -> dict[str, int]:
     """How many indexed entries contain each token (FTS5 applies its own stemming, so "doing" counts "do").
 
@@ -130,28 +149,33 @@ async def document_frequencies(db: Any, tokens: list[str]) -> dict[str, int]:
 
 
 def select_terms(dfs: dict[str, int], max_postings: int) -> tuple[list[str], list[str]]:
-    """Keep the rarest query terms whose postings add up to at most ``max_postings``; drop the commonest.
+    """Split query terms into the rare ones every candidate must contain and the common ones left out.
 
     ``bm25()`` costs about 1.5 us per matching entry, so an OR query whose terms each occur in thousands of
     entries is the slowest part of ``find()`` on a large file. The commonest terms also carry the least BM25
-    weight (lowest IDF), which is the idea behind Lucene's common-terms query: the rarest term is always kept,
-    then terms in ascending document frequency while the running total stays within the budget.
+    weight (lowest IDF), which is the idea behind Lucene's common-terms query: candidates must contain one of the
+    rarer terms, and all terms still score them. The rarest term that occurs is always kept, then terms in
+    ascending document frequency while the running total stays within the budget; a term found nowhere costs
+    nothing and is kept, but never counts as "the rarest".
 
     Args:
         dfs: ``{token: document frequency}`` in query order.
         max_postings: the budget in postings (matching entries summed over terms); ``<= 0`` keeps every term.
 
     Returns:
-        ``(kept, dropped)``, each in query order.
+        ``(kept, dropped)``, each in query order; ``dropped`` is empty when everything fits.
     """
     tokens = list(dfs)
     if max_postings <= 0 or sum(dfs.values()) <= max_postings:
         return tokens, []
-    keep: set[str] = set()
+    order = {t: i for i, t in enumerate(tokens)}
+    keep = {t for t in tokens if dfs[t] == 0}
     total = 0
-    for t in sorted(tokens, key=lambda t: (dfs[t], tokens.index(t))):
-        if keep and total + dfs[t] > max_postings:
+    kept_one = False
+    for t in sorted((t for t in tokens if dfs[t] > 0), key=lambda t: (dfs[t], order[t])):
+        if kept_one and total + dfs[t] > max_postings:
             break
         keep.add(t)
         total += dfs[t]
+        kept_one = True
     return [t for t in tokens if t in keep], [t for t in tokens if t not in keep]

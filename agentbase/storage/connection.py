@@ -246,7 +246,11 @@ class Database:
             if relaxed:
                 await writer.execute("PRAGMA synchronous = NORMAL")
             try:
-                await self._retry_busy(lambda: writer.execute("BEGIN IMMEDIATE"))
+                try:
+                    await self._retry_busy(lambda: writer.execute("BEGIN IMMEDIATE"))
+                except DRIVER_ERRORS as exc:
+                    raise StorageError(f"cannot start a write on {self.path} (another process held the write lock "
+                                       f"for over busy_timeout_s = {self.busy_timeout_s:g} s): {exc}") from exc
                 try:
                     yield writer
                 except BaseException as exc:
