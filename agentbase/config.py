@@ -122,9 +122,9 @@ class RetrievalSettings(_Section):
     aggregation_top_k_factor: float = Field(default=2.0, ge=1, le=100)
     co_retrieval: bool = True
     # Keyword-leg cost budget: when the query terms' postings (entries containing each term, summed) exceed it,
-    # the commonest terms (lowest IDF) are left out of the BM25 query, rarest first kept (index/fts.py
-    # select_terms). bm25() costs ~1.5 us per matching entry here, so 2,000 postings is about 3 ms; it never
-    # applies to a single-term query. 0 = always score every term.
+    # candidates must contain one of the rarer terms and are scored by all terms (index/fts.py select_terms,
+    # common_terms_queries). bm25() costs ~1.5 us per matching entry here, so 2,000 postings is about 3 ms; it
+    # never applies to a single-term query. 0 = always score every matching entry.
     fts_max_postings: int = Field(default=2000, ge=0)
     rerank_pool: int = Field(default=60, ge=1, le=10_000)  # fused candidates kept for boosts and rerank (at least 5 x top_k)
     # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.
