@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["STOPWORDS", "common_terms_queries", "document_frequencies", "fts_document", "fts_query",
-           "match_expression", "query_tokens", "select_terms"]
+__all__ = ["STOPWORDS", "common_terms_queries", "document_frequencies", "fts_document", "match_expression",
+           "query_tokens", "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -84,19 +84,6 @@ def query_tokens(query: str, *, drop_stopwords: bool = True) -> list[str]:
         if kept:
             tokens = kept
     return tokens
-
-
-def fts_query(query: str, *, drop_stopwords: bool = True) -> str | None:
-    """Build a safe FTS5 MATCH expression: every token double-quoted, joined with ``OR``.
-
-    Args:
-        query: raw user text (any characters).
-        drop_stopwords: see :func:`query_tokens`.
-
-    Returns:
-        e.g. ``'"todo" OR "rotate"'``, or ``None`` when the query holds no searchable token.
-    """
-    return match_expression(query_tokens(query, drop_stopwords=drop_stopwords))
 
 
 def match_expression(tokens: list[str]) -> str | None:
