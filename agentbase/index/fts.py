@@ -6,9 +6,9 @@ or Hangul characters is rewritten as its overlapping character bigrams plus unig
 split off (``修复gen-abc后`` -> ``修 复 修复 gen-abc 后``). Queries go through the same function, so both sides
 agree. This is the bigram approach used by Lucene's CJKAnalyzer.
 
-MATCH expressions are built only from double-quoted tokens joined by ``OR``, so operators typed by a user
-(``AND``, ``NOT``, ``-draft``, ``status:done``, a stray quote or parenthesis) are searched as words and can never
-cause an FTS5 syntax error.
+MATCH expressions are built only from double-quoted tokens joined by ``OR`` (under the postings budget, two such
+groups joined by our own ``AND``/``NOT``), so operators typed by a user (``AND``, ``NOT``, ``-draft``,
+``status:done``, a stray quote or parenthesis) are searched as words and can never cause an FTS5 syntax error.
 """
 
 from __future__ import annotations
