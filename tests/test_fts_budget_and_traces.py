@@ -314,3 +314,12 @@ def test_script_ending_without_close_still_writes_its_traces(tmp_path):
         assert con.execute("SELECT access_count FROM entries").fetchone()[0] == 1
     finally:
         con.close()
+
+
+async def test_document_frequencies_skip_counting_when_the_budget_cannot_be_exceeded(db):
+    for i in range(5):
+        await db.add_memory(f"kettle descaling step {i}", dedup=False)
+    assert await document_frequencies(db.db, ["kettle", "step"]) == {"kettle": 5, "step": 5}
+    # 5 entries x 2 terms = 10 postings at most: within a budget of 10 nothing is counted.
+    assert await document_frequencies(db.db, ["kettle", "step"], budget=10) == {"kettle": 0, "step": 0}
+    assert await document_frequencies(db.db, ["kettle", "step"], budget=9) == {"kettle": 5, "step": 5}

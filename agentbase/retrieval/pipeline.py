@@ -86,7 +86,8 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     full_match = match_expression(tokens)
     kept, dropped = tokens, []
     if cfg.fts_max_postings > 0 and len(tokens) > 1 and p.mode in ("hybrid", "fts"):
-        kept, dropped = select_terms(await document_frequencies(db, tokens), cfg.fts_max_postings)
+        kept, dropped = select_terms(await document_frequencies(db, tokens, cfg.fts_max_postings),
+                                     cfg.fts_max_postings)
     matches = common_terms_queries(kept, dropped)
     tracer.step("normalize", match=" | ".join(matches), dropped_terms=dropped)
 
