@@ -22,11 +22,9 @@ __all__ = ["EmbedderSettings", "IngestSettings", "RetrievalSettings", "Settings"
 _MIB_MAX = 1 << 20  # 1 TiB in MiB (SQLite's own cap on mmap_size)
 
 
-class _Section(BaseModel):
-    """A settings section: NaN and infinity are refused, and assigning a field validates it like loading does
-    (``settings.retrieval.rrf_k = -1`` raises :class:`ConfigError` and changes nothing)."""
-
-    model_config = ConfigDict(validate_assignment=True, allow_inf_nan=False)
+class _CheckedAssignment:
+    """Mixin for pydantic models with ``validate_assignment``: a rejected value raises :class:`ConfigError`
+    (naming the class and field) instead of pydantic's error, and changes nothing."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         try:
@@ -35,10 +33,18 @@ class _Section(BaseModel):
             raise ConfigError(f"invalid setting {type(self).__name__}.{name}: {exc}") from exc
 
 
+class _Section(_CheckedAssignment, BaseModel):
+    """A settings section: NaN and infinity are refused, and assigning a field validates it like loading does
+    (``settings.retrieval.rrf_k = -1`` raises :class:`ConfigError` and changes nothing)."""
+
+    model_config = ConfigDict(validate_assignment=True, allow_inf_nan=False)
+
+
 class StorageSettings(_Section):
     """SQLite connection settings."""
 
-    busy_timeout_s: float = Field(default=30.0, ge=0, le=86_400)  # seconds a writer waits for another process's lock before retrying
+    # seconds a writer waits for another process's lock before retrying
+    busy_timeout_s: float = Field(default=30.0, ge=0, le=86_400)
     vector_engine: Literal["auto", "sqlite-vec", "numpy"] = "auto"
     # FULL fsyncs the WAL at every commit, so an acknowledged write also survives power loss; NORMAL survives
     # process crashes only (https://www.sqlite.org/pragma.html#pragma_synchronous).
@@ -67,8 +73,10 @@ class EmbedderSettings(_Section):
 class IngestSettings(_Section):
     """Zero-LLM ingest settings."""
 
-    near_duplicate_threshold: float = Field(default=0.9, ge=0, le=1)  # Jaccard similarity of word shingles that counts as the same fact
-    confidence_step: float = Field(default=0.1, ge=0, le=1)  # added to confidence when a fact is repeated (capped at 1.0)
+    # Jaccard similarity of word shingles that counts as the same fact
+    near_duplicate_threshold: float = Field(default=0.9, ge=0, le=1)
+    # added to confidence when a fact is repeated (capped at 1.0)
+    confidence_step: float = Field(default=0.1, ge=0, le=1)
     # Turn entries of these roles get vectors; other turns (typically long assistant replies) are keyword-indexed
     # only. Embedding cost grows with text length, and the LongMemEval paper finds user-side keys retrieve best.
     embed_roles: list[str] = Field(default_factory=lambda: ["user"])
@@ -128,7 +136,8 @@ class RetrievalSettings(_Section):
     # common_terms_queries). bm25() costs ~1.5 us per matching entry here, so 2,000 postings is about 3 ms; it
     # never applies to a single-term query. 0 = always score every matching entry.
     fts_max_postings: int = Field(default=2000, ge=0)
-    rerank_pool: int = Field(default=60, ge=1, le=10_000)  # fused candidates kept for boosts and rerank (at least 5 x top_k)
+    # fused candidates kept for boosts and rerank (at least 5 x top_k)
+    rerank_pool: int = Field(default=60, ge=1, le=10_000)
     # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.
     query_ner: Literal["regex", "spacy", "auto"] = "regex"
     trace: bool = True
@@ -164,7 +173,7 @@ class _YamlSource(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
-class Settings(BaseSettings):
+class Settings(_CheckedAssignment, BaseSettings):
     """All AgentBase settings."""
 
     model_config = SettingsConfigDict(env_prefix="AGENTBASE_", env_nested_delimiter="__", extra="ignore",
@@ -177,12 +186,6 @@ class Settings(BaseSettings):
             super().__init__(**values)
         except _PydanticError as exc:
             raise ConfigError(f"invalid settings: {exc}") from exc
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        try:
-            super().__setattr__(name, value)
-        except _PydanticError as exc:
-            raise ConfigError(f"invalid setting {name}: {exc}") from exc
 
     storage: StorageSettings = Field(default_factory=StorageSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
