@@ -63,7 +63,7 @@ def split_sentences(text: str) -> list[str]:
     Returns:
         Non-empty stripped sentences in order.
     """
-    return list(_split_cached(text) if len(text) <= _MEMO_CHARS else _split_sentences(text))
+    return list(_split_cached(text) if len(text) <= MEMO_CHARS else _split_sentences(text))
 
 
 def _split_sentences(text: str) -> tuple[str, ...]:
@@ -86,5 +86,5 @@ def _split_sentences(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-_MEMO_CHARS = 8192  # longer texts are split each time, so the cache stays small (at most ~16 MiB of keys)
+MEMO_CHARS = 8192  # memoised helpers skip longer texts, so their caches stay small (at most ~16 MiB of keys)
 _split_cached = lru_cache(maxsize=1024)(_split_sentences)

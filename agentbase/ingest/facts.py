@@ -24,7 +24,7 @@ from . import _fact_rules as R
 from ._facts_en import english_fact
 from ._facts_zh import chinese_facts
 from ._grammar import expand_contractions
-from ._text import clean_text, has_cjk, split_sentences
+from ._text import MEMO_CHARS, clean_text, has_cjk, split_sentences
 from .tiers import lead
 
 __all__ = ["FACT_CATEGORIES", "Fact", "extract_facts"]
@@ -81,7 +81,7 @@ def extract_facts(text: str, *, subject: str = "User", max_chars: int = 20_000) 
         raise ValidationError(f"text must be a str, got {type(text).__name__}")
     # Memoised for messages up to 8,192 characters: a session commit reads each user turn twice (its facts,
     # then the session summary's "Facts:" line).
-    return list((_extract_cached if len(text) <= 8192 else _extract)(text, subject, max_chars))
+    return list((_extract_cached if len(text) <= MEMO_CHARS else _extract)(text, subject, max_chars))
 
 
 def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
