@@ -98,9 +98,10 @@ async def _knn_matrix(db: Any, matrix: VectorMatrix, query: np.ndarray, k: int, 
     head = matrix.nearest(query, max(4 * k, 256))
     if not head:
         return []
-    # Usually every row passes (the filter is the owner and status): check the first k before the rest.
+    # Usually every row passes (the filter is the owner and status): check the first k before the rest. A head
+    # shorter than k holds every stored row, so all of it passing is the exact answer too.
     first = await rids_passing(db, [rid for rid, _ in head[:k]], where, params)
-    if len(first) == min(k, len(head)) and (len(head) >= k or len(head) >= matrix.rows):
+    if len(first) == min(k, len(head)):
         return head[:k]
     allowed = first | await rids_passing(db, [rid for rid, _ in head[k:]], where, params)
     passed = [pair for pair in head if pair[0] in allowed]
