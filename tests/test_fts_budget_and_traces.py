@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 
 import pytest
@@ -12,6 +13,19 @@ from agentbase.embeddings import HashEmbedder
 from agentbase.index.fts import common_terms_queries, document_frequencies, select_terms
 
 from .conftest import make_db
+
+
+@contextlib.asynccontextmanager
+async def budget_db(path, budget, embedder=None):
+    """An AgentBase on ``path`` with ``retrieval.fts_max_postings = budget`` and the regex NER, closed on exit."""
+    settings = load_settings(ner="regex")
+    settings.retrieval.fts_max_postings = budget
+    ab = AgentBase(path, settings=settings, embedder=embedder)
+    await ab.initialize()
+    try:
+        yield ab
+    finally:
+        await ab.close()
 
 
 def test_select_terms_keeps_rarest_within_budget():
@@ -49,10 +63,7 @@ async def test_document_frequencies_count_stemmed_matches(db):
 
 
 async def test_common_terms_are_dropped_only_above_the_budget(db_path):
-    settings = load_settings(ner="regex")
-    settings.retrieval.fts_max_postings = 30
-    ab = AgentBase(db_path, settings=settings, embedder=HashEmbedder(dims=32))
-    try:
+    async with budget_db(db_path, 30, HashEmbedder(dims=32)) as ab:
         for i in range(40):
             await ab.add_memory(f"weekly note {i}: the team met again", dedup=False)
         target = await ab.add_memory("the team adopted a pangolin named Biscuit", dedup=False)
@@ -75,21 +86,14 @@ async def test_common_terms_are_dropped_only_above_the_budget(db_path):
         budgeted = await ab.find("team pangolin", top_k=3, mode="fts")
         # Entries holding the rare term get exactly the BM25 score of the plain OR query.
         assert (budgeted[0].entry.id, budgeted[0].score_parts["bm25"]) == unbudgeted[0]
-    finally:
-        await ab.close()
 
 
 async def test_single_common_term_query_is_never_emptied(db_path):
-    settings = load_settings(ner="regex")
-    settings.retrieval.fts_max_postings = 5
-    ab = AgentBase(db_path, settings=settings, embedder=HashEmbedder(dims=32))
-    try:
+    async with budget_db(db_path, 5, HashEmbedder(dims=32)) as ab:
         for i in range(12):
             await ab.add_memory(f"standup number {i}", dedup=False)
         results = await ab.find("standup", top_k=20, mode="fts")
         assert len(results) == 12
-    finally:
-        await ab.close()
 
 
 async def test_traces_and_recalls_of_many_finds_are_all_stored(db_path):
@@ -176,28 +180,16 @@ async def test_ids_with_prefix_is_a_bounded_range_lookup(db):
         await db.ids_with_prefix("abc", limit=0)
 
 
-async def _budget_db(path, budget):
-    settings = load_settings(ner="regex")
-    settings.retrieval.fts_max_postings = budget
-    ab = AgentBase(path, settings=settings, embedder=None)
-    await ab.initialize()
-    return ab
-
-
 async def test_typo_next_to_a_common_word_still_finds_the_common_word(tmp_path):
-    ab = await _budget_db(tmp_path / "b.db", 20)
-    try:
+    async with budget_db(tmp_path / "b.db", 20) as ab:
         for i in range(30):
             await ab.add_memory(f"team meeting number {i}", dedup=False)
         results = await ab.find("meeting teh", top_k=5, mode="fts")
         assert len(results) == 5 and all("meeting" in r.entry.content for r in results)
-    finally:
-        await ab.close()
 
 
 async def test_budget_never_starves_a_filtered_search(tmp_path):
-    ab = await _budget_db(tmp_path / "b.db", 20)
-    try:
+    async with budget_db(tmp_path / "b.db", 20) as ab:
         for i in range(30):
             await ab.add_memory(f"weekly meeting {i}", user_id="alice" if i % 3 == 0 else "bob", dedup=False)
         for i in range(3):
@@ -207,13 +199,10 @@ async def test_budget_never_starves_a_filtered_search(tmp_path):
         assert len(results) == 10 and {r.entry.user_id for r in results} == {"alice"}
         trace = await ab.get_trace(results[0].trace_id)
         assert any(s.name == "candidates_fts_all_terms" for s in trace.steps)
-    finally:
-        await ab.close()
 
 
 async def test_budget_ranks_entries_with_a_rare_term_exactly_as_without_it(tmp_path):
-    ab = await _budget_db(tmp_path / "b.db", 25)
-    try:
+    async with budget_db(tmp_path / "b.db", 25) as ab:
         for i in range(40):
             await ab.add_memory(f"deploy note {i}", dedup=False)
         for i in range(12):
@@ -229,8 +218,6 @@ async def test_budget_ranks_entries_with_a_rare_term_exactly_as_without_it(tmp_p
         assert [(r.entry.id, r.score_parts["bm25"]) for r in budgeted] == \
             [(r.entry.id, r.score_parts["bm25"]) for r in plain]
         assert all("python" in r.entry.content for r in budgeted)
-    finally:
-        await ab.close()
 
 
 async def test_ids_with_prefix_edge_cases(db):
