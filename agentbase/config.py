@@ -133,9 +133,11 @@ class RetrievalSettings(_Section):
     co_retrieval: bool = True
     # Keyword-leg cost budget: when the query terms' postings (entries containing each term, summed) exceed it,
     # candidates must contain one of the rarer terms and are scored by all terms (index/fts.py select_terms,
-    # common_terms_queries). bm25() costs ~1.5 us per matching entry here, so 2,000 postings is about 3 ms; it
-    # never applies to a single-term query. 0 = always score every matching entry.
-    fts_max_postings: int = Field(default=2000, ge=0)
+    # common_terms_queries). bm25() costs ~1.5 us per matching entry here, so 1,000 postings is about 1.5 ms; it
+    # never applies to a single-term query. 0 = always score every matching entry. benchmarks/fts_budget.py
+    # measures the trade on all LongMemEval haystacks in one file (58k entries): 1,000 and 2,000 give the same
+    # session recall_any@5 (0.710; 0.731 without a budget), 1,000 is faster (docs/benchmarks.md).
+    fts_max_postings: int = Field(default=1000, ge=0)
     # fused candidates kept for boosts and rerank (at least 5 x top_k)
     rerank_pool: int = Field(default=60, ge=1, le=10_000)
     # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.
