@@ -11,7 +11,7 @@ import re
 
 from .base import Entity
 
-__all__ = ["CJK_CHAR", "extract_cjk"]
+__all__ = ["CJK_CHAR", "extract_cjk", "has_cjk"]
 
 CJK_CHAR = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 
@@ -40,7 +40,14 @@ _BOUNDARY = set(
 )
 _WINDOW = 5
 _IS_CJK = re.compile(f"[{CJK_CHAR}]").match
-_HAS_CJK = re.compile(f"[{CJK_CHAR}]").search
+_CJK_SEARCH = re.compile(f"[{CJK_CHAR}]").search
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK ideograph (the ranges of :data:`CJK_CHAR`)."""
+    return _CJK_SEARCH(text) is not None
+
+
 _GENERIC = frozenset(
     "城市 超市 都市 门市 股市 城区 市区 地区 社区 小区 郊区 山区 景区 校区 园区 片区 街区 灾区 全国 外国 本国 两国 各国 "
     "异国 祖国 王国 帝国 全省 外省 本省 全市 本市 全县 全部 内部 外部 一部 局部 结局 格局 布局 大局 开局 本局 马路 "
@@ -79,7 +86,7 @@ def extract_cjk(text: str) -> list[Entity]:
     Returns:
         Non-overlapping entities (labels ORG, GPE, LOC or FAC) sorted by ``start``.
     """
-    if not _HAS_CJK(text):
+    if not has_cjk(text):
         return []
     matches = [m for m in _SUFFIX_RE.finditer(text)
                if not (len(m.group()) == 1 and m.end() < len(text) and text[m.end()] in _NOT_BEFORE)]

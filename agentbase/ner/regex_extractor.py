@@ -11,7 +11,7 @@ import re
 
 from ..errors import ValidationError
 from . import _patterns as P
-from ._cjk import extract_cjk
+from ._cjk import extract_cjk, has_cjk
 from .base import Entity
 
 __all__ = ["RegexExtractor"]
@@ -76,7 +76,10 @@ class RegexExtractor:
                 taken.append((start, end))
                 found.append(Entity(text[start:end], label, start, end))
 
-        for label, pattern, group in P.SPAN_PATTERNS:
+        present = {"digit": P.HAS_DIGIT(text) is not None, "cjk": has_cjk(text)}
+        for label, pattern, group, needs in P.SPAN_PATTERNS:
+            if needs and not any(present[n] for n in needs):
+                continue
             for m in pattern.finditer(text):
                 add(label, m.start(group), m.end(group))
         for ent in extract_cjk(text):

