@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from ..errors import ValidationError
@@ -22,7 +23,9 @@ __all__ = [
     "Entity",
     "EntityExtractor",
     "entity_tags",
+    "mention_pattern",
     "tag_for",
+    "unsegmented",
 ]
 
 TAG_PREFIX = "ner_"
@@ -36,6 +39,7 @@ _MAX_TAG_SOURCE = 64  # characters; longer "entities" are model run-ons
 _WS = re.compile(r"\s+")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+")  # lower-case only: "The Beatles" keeps its article
 _POSSESSIVE = re.compile(r"(?:'s|'|’s|’)$")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _EDGE_PUNCT = "\"'“”‘’`.,;:!?()[]{}<>«»「」『』《》【】（），。、；：！？*_#|/\\-–—"
 
 
@@ -142,3 +146,26 @@ def entity_tags(entities: Iterable[Entity]) -> list[str]:
             seen.add(key)
             tags.append(tag)
     return tags
+
+
+@lru_cache(maxsize=4096)
+def mention_pattern(name: str) -> re.Pattern[str]:
+    """A compiled pattern that finds ``name`` mentioned in a text: as whole words (any run of whitespace between
+    them), or, for a name with CJK or kana/hangul characters (no word boundaries), as a substring.
+
+    Args:
+        name: an entity name, usually case-folded (the pattern is case-sensitive; case-fold the text too).
+
+    Returns:
+        The pattern, cached per name: ``mention_pattern("new york").search("i love new  york!")`` matches,
+        ``mention_pattern("al").search("also")`` does not.
+    """
+    if unsegmented(name):
+        return re.compile(re.escape(name))
+    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)")
+
+
+def unsegmented(text: str) -> bool:
+    """Whether ``text`` holds CJK ideographs, kana or hangul: scripts written without spaces between words, where a
+    name is matched as a substring rather than as whole words."""
+    return _CJK.search(text) is not None

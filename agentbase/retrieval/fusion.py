@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ConfigError
+from ..ner.base import mention_pattern, unsegmented
 
 if TYPE_CHECKING:
     from ..config import RetrievalSettings
@@ -17,7 +16,6 @@ __all__ = ["FusedScore", "max_rrf_score", "ner_boost", "signal_label", "weighted
 
 _PRIMARY = ("fts", "vector")
 Id = TypeVar("Id", bound=Hashable)
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 
 
 @dataclass
@@ -89,8 +87,13 @@ def weighted_rrf(rankings: dict[str, list[Id]], weights: dict[str, float],
                 continue
             item.ranks[signal] = rank
             item.score += weight / (k + rank)
+    labels: dict[tuple[str, ...], str] = {}  # few distinct signal sets: name each once
     for item in fused.values():
-        item.matched_by = signal_label(item.ranks)
+        key = tuple(item.ranks)
+        label = labels.get(key)
+        if label is None:
+            label = labels[key] = signal_label(key)
+        item.matched_by = label
     order = sorted(fused.items(), key=lambda kv: (-kv[1].score, min(kv[1].ranks.values()), kv[0]))
     return dict(order)
 
@@ -116,16 +119,9 @@ def _norm(name: str) -> str:
     return " ".join(name.replace("_", " ").casefold().split())
 
 
-@lru_cache(maxsize=4096)
-def _mention(entity: str) -> re.Pattern[str]:
-    if _CJK.search(entity):  # no word boundaries in CJK text: a substring is a mention
-        return re.compile(re.escape(entity))
-    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, entity.split())) + r"(?!\w)")
-
-
 def _partial(a: str, b: str) -> bool:
     """Whether one name is a whole-word part of the other ("alice" / "alice smith"); CJK: a substring."""
-    if _CJK.search(a) or _CJK.search(b):
+    if unsegmented(a) or unsegmented(b):
         return a in b or b in a
     return f" {a} " in f" {b} " or f" {b} " in f" {a} "
 
@@ -167,7 +163,7 @@ def ner_boost(query_entities: set[str], entry_tags: list[str], content: str,
     text, weak = content.casefold(), False
     for entity in entities:
         partial = any(_partial(entity, t) for t in tags)
-        mentioned = entity.split()[0] in text and _mention(entity).search(text) is not None  # fast path
+        mentioned = entity.split()[0] in text and mention_pattern(entity).search(text) is not None  # fast path
         if partial and mentioned:
             return settings.ner_boost_medium, "medium"
         weak = weak or partial or mentioned
