@@ -88,3 +88,28 @@ async def test_session_crud(db):
     assert await db.get_messages(s.id) == []
     assert await db.delete_session(s.id) is True
     assert await db.get_session(s.id) is None
+
+
+async def test_summary_tags_are_the_turns_entities_it_mentions(db):
+    s = await db.create_session(user_id="maya")
+    await db.add_messages(s.id, [
+        {"role": "user", "content": "I visited Lisbon with Carmen last spring and we loved the tram rides."},
+        {"role": "assistant", "content": "Lisbon trams are great. Did Carmen enjoy the Alfama district?"},
+    ])
+    first = await db.commit_session(s.id)
+    summary = await db.get(first["summary_id"])
+    low = summary.l2_full.casefold()
+    assert "lisbon" in low and "ner_Lisbon" in summary.tags
+    # every tag names something the summary mentions; its own headings ("Topics", "User asked") are not names
+    assert all(t.removeprefix("ner_").replace("_", " ").casefold() in low for t in summary.tags)
+    assert not {"ner_Topics", "ner_User", "ner_Facts", "ner_Assistant"} & set(summary.tags)
+
+    # a later commit rewrites the summary (its "Assistant:" line is the last reply): tags follow the new text
+    await db.add_messages(s.id, [
+        {"role": "user", "content": "Next I am flying to Oslo, LISBON was fun."},
+        {"role": "assistant", "content": "Oslo in winter is lovely; say hi to Farid from me."},
+    ])
+    await db.commit_session(s.id)
+    again = await db.get(first["summary_id"])
+    assert "Alfama" not in again.l2_full and "Farid" in again.l2_full
+    assert again.tags == ["ner_Lisbon", "ner_Carmen", "ner_Oslo", "ner_Farid"]
