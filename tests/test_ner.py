@@ -294,3 +294,18 @@ def test_spacy_is_thread_safe():
 def test_spacy_rejects_non_strings(spacy_ner: SpacyExtractor):
     with pytest.raises(ValidationError):
         spacy_ner.extract_many(["ok", 3])  # type: ignore[list-item]
+
+
+def test_regex_pattern_gates_never_change_the_result(monkeypatch):
+    """The digit/CJK gates only skip patterns that cannot match: extraction with every gate open is identical."""
+    from agentbase.ner import regex_extractor as rx
+
+    texts = ["2023年5月8日我在北京市", "三月五日星期三开会", "百分之五十的人", "价格是５０元", "on ٣ May we met",
+             "I paid $5 for 3 km of Tokyo taxi", "Meet Alice at 10:30am on Friday", "They left in May",
+             "two weeks in Lisbon", "No digits or names here", "我们在清华大学见面", "Half an hour with Bob"]
+    x = rx.RegexExtractor()
+    gated = [x.extract(t) for t in texts]
+    monkeypatch.setattr(rx.P, "HAS_DIGIT", lambda text: True)
+    monkeypatch.setattr(rx, "has_cjk", lambda text: True)
+    assert [x.extract(t) for t in texts] == gated
+    assert any(e.label == "MONEY" for e in gated[3]) and any(e.label == "DATE" for e in gated[1])
