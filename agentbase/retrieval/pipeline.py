@@ -20,7 +20,7 @@ from ..index.fts import common_terms_queries, document_frequencies, match_expres
 from ..index.vector import knn
 from ..models import SearchResult
 from ..observability import Tracer
-from ..storage.entries import entry_columns, row_to_entry
+from ..storage.entries import EntryView, entry_columns
 from ..validation import clean_query
 from .filters import Filters
 from .fusion import max_rrf_score, ner_boost, weighted_rrf
@@ -163,7 +163,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     rids = list(fused)[:pool]  # weighted_rrf returns the best first
     rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
                              f"({','.join('?' * len(rids))})", rids)
-    entries = {row[0]: row_to_entry(row) for row in rows}
+    entries = {row[0]: EntryView(row) for row in rows}
     max_rrf = max_rrf_score(weights, cfg.rrf_k, list(rankings))
     cands: dict[int, dict[str, Any]] = {}
     for rid in rids:
@@ -248,21 +248,21 @@ def _finalize(order: list[int], cands: dict[int, dict[str, Any]], p: FindParams,
         if len(results) >= top_k:
             break
         c = cands[rid]
-        e = c["entry"]
+        full = c["entry"].entry()
         level = "l2"
-        text = e.l2_full
+        text = full.l2_full
         if p.strategy == "hierarchical" and p.token_budget is not None:
             remaining = p.token_budget - used
             if estimate_tokens(text) > remaining:
-                level, text = ("l1", e.l1_overview) if estimate_tokens(e.l1_overview) <= remaining else \
-                    ("l0", e.l0_abstract)
+                level, text = ("l1", full.l1_overview) if estimate_tokens(full.l1_overview) <= remaining else \
+                    ("l0", full.l0_abstract)
         cost = estimate_tokens(text)
         if p.token_budget is not None and used + cost > p.token_budget:
             if results:
                 break
             continue
         used += cost
-        results.append(SearchResult(entry=e, score=c["final"], matched_by=c["matched_by"], score_parts=c["parts"],
+        results.append(SearchResult(entry=full, score=c["final"], matched_by=c["matched_by"], score_parts=c["parts"],
                                     level=level, text=text, trace_id=trace_id))
     return results
 

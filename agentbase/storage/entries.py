@@ -18,6 +18,7 @@ from ..timeutil import from_db_time, to_db_time
 
 __all__ = [
     "ENTRY_COLUMNS",
+    "EntryView",
     "delete_entry_row",
     "enqueue_job",
     "entry_columns",
@@ -53,6 +54,40 @@ def row_to_entry(row: tuple) -> Entry:
     for key in ("created_at", "updated_at", "event_time", "last_accessed_at"):
         d[key] = from_db_time(d[key])
     return Entry(**d)
+
+
+class EntryView:
+    """The fields of an entry row that ranking reads (``find()`` steps 6-9), parsed without building an
+    :class:`Entry`: a pool of 60 candidates costs about a fifth as much, and only the returned results become
+    models (:meth:`entry`).
+
+    Attributes:
+        row: the row selected with :data:`ENTRY_COLUMNS`.
+        id, category, l2_full, session_id, agent_id, confidence: as in :class:`Entry`.
+        context_type: a :class:`ContextType`.
+        tags: the tag list.
+        created_at, event_time: aware UTC datetimes (``event_time`` may be None).
+    """
+
+    __slots__ = ("row", "id", "context_type", "category", "l2_full", "tags", "session_id", "agent_id", "confidence",
+                 "created_at", "event_time")
+
+    def __init__(self, row: tuple):
+        self.row = row
+        self.id: str = row[1]
+        self.context_type = ContextType(row[2])
+        self.category: str = row[3]
+        self.l2_full: str = row[6]
+        self.tags: list[str] = json.loads(row[7])
+        self.agent_id: str | None = row[11]
+        self.session_id: str | None = row[13]
+        self.confidence: float = row[14]
+        self.created_at = from_db_time(row[16])
+        self.event_time = from_db_time(row[18])
+
+    def entry(self) -> Entry:
+        """The full :class:`Entry` of this row."""
+        return row_to_entry(self.row)
 
 
 def row_to_history(row: tuple) -> HistoryEvent:
