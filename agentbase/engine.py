@@ -50,6 +50,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         embedder: an embedder object (``model_id``, ``dims``, ``embed_documents``, ``embed_query``) or a provider
             name (``"local"``, ``"onnx"``, ``"openai"``, ``"hash"``, ``"none"``) overriding the settings.
         config_file: optional YAML settings file.
+        reranker: optional :class:`~agentbase.retrieval.rerank.Reranker`, a callable
+            ``(query, [(entry_id, text), ...]) -> [score, ...]`` (a cross-encoder, an LLM judge) applied by every
+            ``find()`` after the heuristic rerank to the head of the ranking (``max(3 x top_k, 30)`` candidates);
+            ``find(reranker=...)`` overrides it per call. It runs in a worker thread. None ships by default.
 
     Example:
         >>> async with AgentBase(path="./my_agent.db") as db:          # doctest: +SKIP
@@ -58,8 +62,11 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     """
 
     def __init__(self, path: str | Path = "agentbase.db", *, settings: Settings | None = None,
-                 embedder: Any = None, config_file: str | Path | None = None):
+                 embedder: Any = None, config_file: str | Path | None = None, reranker: Any = None):
         self.path = Path(path)
+        if reranker is not None and not callable(reranker):
+            raise ValidationError(f"reranker must be callable, got {type(reranker).__name__}")
+        self.reranker = reranker
         if isinstance(embedder, str):
             settings = (settings or load_settings(config_file)).model_copy(deep=True)
             settings.embedder.provider = embedder  # type: ignore[assignment]
@@ -191,7 +198,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     @bridged
     async def find(self, query: str, *, top_k: int = 10, mode: str = "hybrid", strategy: str = "auto",
                    token_budget: int | None = None, reference_time: datetime | str | None = None,
-                   trace: bool | None = None, **filters: Any) -> list[SearchResult]:
+                   trace: bool | None = None, reranker: Any = None, **filters: Any) -> list[SearchResult]:
         """Hybrid retrieval: FTS5 BM25 + vector KNN + entity tags, fused by weighted RRF (ARCHITECTURE.md §6).
 
         Args:
@@ -204,6 +211,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             token_budget: stop adding results once their text would exceed this many tokens (len/4 rule).
             reference_time: "now" for temporal expressions and freshness (UTC); default the current time.
             trace: persist a retrieval trace (default from settings).
+            reranker: a :class:`~agentbase.retrieval.rerank.Reranker` for this call (default: the one given to
+                :class:`AgentBase`, if any); its scores reorder the head of the ranking and appear in
+                ``score_parts["reranker"]``.
             **filters: keyword arguments of :class:`~agentbase.retrieval.filters.Filters` (context_type,
                 category, tags, scope, user_id, agent_id, project_id, session_id, metadata, date_from, date_to).
 
@@ -211,7 +221,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             Up to ``top_k`` :class:`SearchResult`, best first.
 
         Raises:
-            ValidationError: bad top_k, mode, strategy or filters.
+            ValidationError: bad top_k, mode, strategy or filters, or a reranker that is not callable.
+            UsageError: the reranker returned another number of scores than candidates, or a non-number.
             DimensionMismatchError: ``mode="vector"`` while the stored vectors have another dimension.
         """
         if mode not in ("hybrid", "fts", "vector"):
@@ -219,6 +230,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         if strategy not in ("auto", "flat", "hierarchical"):
             raise ValidationError("strategy must be 'auto', 'flat' or 'hierarchical'")
         check_limit(top_k, "top_k", maximum=1000)
+        if reranker is not None and not callable(reranker):
+            raise ValidationError(f"reranker must be callable, got {type(reranker).__name__}")
         if token_budget is not None:
             check_limit(token_budget, "token_budget", maximum=10_000_000)
         if mode == "vector" and self.vector_error is not None:
@@ -228,7 +241,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         await self._ensure()
         params = FindParams(query=query, top_k=top_k, mode=mode, strategy=strategy, token_budget=token_budget,
                             reference_time=parse_time(reference_time) or utcnow(), filters=f,
-                            trace=self.settings.retrieval.trace if trace is None else trace)
+                            trace=self.settings.retrieval.trace if trace is None else trace,
+                            reranker=reranker if reranker is not None else self.reranker)
         task = asyncio.current_task()
         self._finds.add(task)  # close() lets running finds finish, so their traces are queued before the flush
         try:

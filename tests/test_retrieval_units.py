@@ -22,7 +22,6 @@ from agentbase.retrieval.rerank import (
     estimate_tokens,
     freshness,
     heuristic_score,
-    trim_to_budget,
 )
 from agentbase.retrieval.temporal import RECENT_DAYS, has_time_expression, parse_time_range
 
@@ -267,17 +266,10 @@ def test_heuristic_score_by_hand():
     assert heuristic_score(0.5, 1.0, 1.0, 0.0, 1.0, shipped) == pytest.approx(0.45)
 
 
-def test_tokens_and_budget():
+def test_tokens_estimate():
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("abcde") == 2  # ceil(5 / 4)
-    items = [("a", "x" * 40), ("b", "x" * 40), ("c", "x" * 4), ("d", "")]  # 10, 10, 1, 0 tokens
-    assert trim_to_budget(items, 20) == ["a", "b"]  # 10 + 10 = 20 fits; + 1 = 21 does not, stop there
-    assert trim_to_budget(items, 21) == ["a", "b", "c", "d"]
-    assert trim_to_budget(items, 5) == []  # a hard ceiling by default
-    assert trim_to_budget(items, 5, keep_first=True) == ["a"]
-    with pytest.raises(ConfigError):
-        trim_to_budget(items, -1)
 
 
 def test_reranker_protocol():
@@ -289,3 +281,33 @@ def test_reranker_protocol():
     assert apply_reranker(by_length, "q", cands) == [("b", 4.0), ("a", 2.0), ("c", 2.0)]  # stable ties
     with pytest.raises(UsageError):
         apply_reranker(lambda q, c: [1.0], "q", cands)
+
+
+async def test_reranker_seam_through_find(tmp_path):
+    """A user reranker (instance default or per call) reorders find()'s head; bad ones raise typed errors."""
+    from agentbase import AgentBase, ValidationError
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    def prefers_tea(query, candidates):
+        return [1.0 if "tea" in text else 0.0 for _, text in candidates]
+
+    with pytest.raises(ValidationError):
+        AgentBase(tmp_path / "bad.db", reranker="not callable")
+    db = AgentBase(tmp_path / "r.db", settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=32),
+                   reranker=prefers_tea)
+    try:
+        texts = ["coffee with milk every morning", "coffee beans from Kenya", "green tea after lunch"]
+        for t in texts:
+            await db.add_memory(t, user_id="u")
+        plain = await db.find("coffee", user_id="u", reranker=lambda q, c: [0.0] * len(c))
+        assert len(plain) == 3 and plain[-1].entry.l2_full == "green tea after lunch"  # ties keep the order
+        ranked = await db.find("coffee", user_id="u")  # the instance's reranker
+        assert ranked[0].entry.l2_full == "green tea after lunch"
+        assert ranked[0].score_parts["reranker"] == 1.0 and ranked[1].score_parts["reranker"] == 0.0
+        with pytest.raises(UsageError):
+            await db.find("coffee", user_id="u", reranker=lambda q, c: [1.0])
+        with pytest.raises(ValidationError):
+            await db.find("coffee", user_id="u", reranker=42)
+    finally:
+        await db.close()

@@ -25,7 +25,7 @@ from ..validation import clean_query
 from .filters import Filters
 from .fusion import max_rrf_score, ner_boost, weighted_rrf
 from .intent import analyze_query
-from .rerank import estimate_tokens, freshness, heuristic_score
+from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
 from .strategies import apply_strategies, co_retrieval
 
 __all__ = ["FindParams", "run_find"]
@@ -206,9 +206,11 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     scored = _rerank(cands, p, cfg)
     if p.reranker is not None:
         head = scored[: max(top_k_pool * 3, 30)]
-        extra = p.reranker(query, [(str(r), cands[r]["entry"].l2_full) for r in head])
-        order = sorted(range(len(head)), key=lambda i: -float(extra[i]))
-        scored = [head[i] for i in order] + scored[len(head):]
+        ranked = await asyncio.to_thread(apply_reranker, p.reranker, query,
+                                         [(str(r), cands[r]["entry"].l2_full) for r in head])
+        for rid, score in ranked:
+            cands[int(rid)]["parts"]["reranker"] = score
+        scored = [int(rid) for rid, _ in ranked] + scored[len(head):]
     tracer.step("rerank", candidates_in=len(cands), candidates_out=len(scored),
                 weights={"rrf": cfg.rerank_rrf, "freshness": cfg.rerank_freshness,
                          "confidence": cfg.rerank_confidence, "scope": cfg.rerank_scope, "type": cfg.rerank_type},

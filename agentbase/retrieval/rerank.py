@@ -12,7 +12,7 @@ from ..errors import ConfigError, UsageError
 if TYPE_CHECKING:
     from ..config import RetrievalSettings
 
-__all__ = ["Reranker", "apply_reranker", "estimate_tokens", "freshness", "heuristic_score", "trim_to_budget"]
+__all__ = ["Reranker", "apply_reranker", "estimate_tokens", "freshness", "heuristic_score"]
 
 
 def _utc(ts: datetime) -> datetime:
@@ -136,36 +136,3 @@ def estimate_tokens(text: str) -> int:
         Estimated token count (0 for an empty string).
     """
     return math.ceil(len(text) / 4)
-
-
-def trim_to_budget(items: Sequence[tuple[str, str]], budget_tokens: int,
-                   keep_first: bool = False) -> list[str]:
-    """Keep items in order while their estimated tokens fit the budget.
-
-    The walk stops at the first item that would exceed the budget; later, smaller items are not used to fill
-    the gap, so the ranking order is never broken. By default the budget is a hard ceiling (a caller sizing a
-    prompt can rely on it), even if that leaves nothing: the pipeline should first try a shorter layer
-    (L1/L0) of a too-long top result. ``keep_first=True`` always keeps the first item, even over budget.
-
-    Args:
-        items: ``(entry_id, text)`` pairs in ranked order.
-        budget_tokens: the budget in tokens as counted by :func:`estimate_tokens` (>= 0).
-        keep_first: keep the first item even when it alone exceeds the budget.
-
-    Returns:
-        The ids of the kept prefix of ``items``.
-
-    Raises:
-        ConfigError: ``budget_tokens`` is negative.
-    """
-    if budget_tokens < 0:
-        raise ConfigError(f"budget_tokens must be >= 0, got {budget_tokens}")
-    kept: list[str] = []
-    used = 0
-    for entry_id, text in items:
-        cost = estimate_tokens(text)
-        if used + cost > budget_tokens and not (keep_first and not kept):
-            break
-        kept.append(entry_id)
-        used += cost
-    return kept
