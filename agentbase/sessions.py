@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import unicodedata
 import uuid
 from typing import Any
 
@@ -17,7 +18,7 @@ from .ingest.dedup import content_hash
 from .ingest.facts import extract_facts
 from .ingest.summary import summarize_session
 from .models import ContextType, Message, Scope, Session, utcnow
-from .ner import entity_tags, tag_for
+from .ner import TAG_PREFIX, entity_tags, tag_for
 from .ner.base import mention_pattern
 from .ingest.tiers import l0_abstract, l1_overview
 from .storage.entries import ENTRY_COLUMNS, entry_columns, insert_entries, insert_entry, record_history, row_to_entry, update_entry_row
@@ -325,7 +326,7 @@ async def _commit_once(ab: Any, session_id: str) -> dict[str, Any]:
                     links.append((session_id, eid, "fact", msg.seq))
         from .graph import ingest_session_relations  # temporal graph relations from the committed turns
         await ingest_session_relations(ab, conn, session, turns, entity_lists, links)
-        summary_id = await _store_summary(ab, conn, session, owners, embed, entity_lists)
+        summary_id = await _store_summary(ab, conn, session, owners, embed)
         if summary_id:
             links.append((session_id, summary_id, "summary", None))
             result["summary_id"] = summary_id
@@ -425,27 +426,37 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
     return counts, entry.id
 
 
-def _summary_tags(text: str, entity_lists: list[list[Any]], old_tags: list[str]) -> list[str]:
-    """A session summary's entity tags: the previous summary's tags and the committed turns' entities that the
-    summary mentions (whole words, case-insensitive). The summary is built from the turns' own sentences, so a
-    second extractor pass over it finds the same names (with spaCy it was a fifth of a commit's time), plus noise
-    such as the "Topics" and "User asked" headings."""
-    low = text.casefold()
-    old = [t for t in old_tags if mention_pattern(t.removeprefix("ner_").replace("_", " ").casefold()).search(low)]
-    new = entity_tags(e for ents in entity_lists for e in ents if mention_pattern(e.text.casefold()).search(low))
+def _summary_tags(text: str, turn_tags: list[str], old_tags: list[str]) -> list[str]:
+    """A session summary's tags: the ones a user gave it (not ``ner_``) kept, plus the entity tags of the session's
+    turns whose name the summary mentions (whole words, case as written, after NFKC normalisation like
+    :func:`~agentbase.ner.tag_for`). The summary is built from the turns' own sentences, so a second extractor
+    pass over it would find the same names (with spaCy it was a fifth of a commit's time), plus noise such as the
+    "Topics" and "User asked" headings. Taking the names from every turn of the session, not only the ones just
+    committed, makes the tags the same however the session was committed.
+    """
+    norm = unicodedata.normalize("NFKC", text)
     tags: dict[str, str] = {}  # case-folded -> first spelling
-    for tag in [*old, *new]:
-        tags.setdefault(tag.casefold(), tag)
+    for tag in old_tags:
+        if not tag.startswith(TAG_PREFIX):
+            tags.setdefault(tag.casefold(), tag)
+    for tag in turn_tags:
+        if not tag.startswith(TAG_PREFIX) or tag.casefold() in tags:
+            continue
+        name = tag[len(TAG_PREFIX):]
+        if any(mention_pattern(form).search(norm) for form in dict.fromkeys((name.replace("_", " "), name))):
+            tags[tag.casefold()] = tag
     return list(tags.values())
 
 
-async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any], embed: bool,
-                         entity_lists: list[list[Any]]) -> str | None:
+async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any], embed: bool) -> str | None:
     rows = await (await conn.execute("SELECT role, content FROM messages WHERE session_id = ? ORDER BY seq",
                                      (session.id,))).fetchall()
     text = summarize_session([(r[0], r[1]) for r in rows if r[0] in TURN_ROLES])
     if not text.strip():
         return None
+    tag_rows = await (await conn.execute("SELECT tags FROM entries WHERE session_id = ? AND category = 'turn' "
+                                         "ORDER BY rid", (session.id,))).fetchall()
+    turn_tags = list(dict.fromkeys(t for (raw,) in tag_rows for t in json.loads(raw)))
     existing = await (await conn.execute(
         f"SELECT {entry_columns('e')} FROM entries e JOIN session_memory_links l ON l.entry_id = e.id "
         "WHERE l.session_id = ? AND l.kind = 'summary'", (session.id,))).fetchone()
@@ -456,10 +467,10 @@ async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str,
         new = old.model_copy(update={"l2_full": text, "l0_abstract": l0_abstract(text), "l1_overview": l1_overview(text),
                                      "content_hash": content_hash(text), "updated_at": utcnow(),
                                      "event_time": from_db_time(last_time[0]),
-                                     "tags": _summary_tags(text, entity_lists, old.tags)})
+                                     "tags": _summary_tags(text, turn_tags, old.tags)})
         await update_entry_row(conn, existing[0], old, new, engine=ab.db.vector_engine, embed=embed)
         return old.id
-    entry = ab._build_entry(text, category="summary", tags=_summary_tags(text, entity_lists, []),
+    entry = ab._build_entry(text, category="summary", tags=_summary_tags(text, turn_tags, []),
                             metadata={"source": "session_summary"}, scope=Scope.SESSION,
                             owners={**owners, "session_id": session.id}, confidence=1.0, importance=0.5,
                             event_time=from_db_time(last_time[0]), context_type=ContextType.MEMORY, entry_id=None,

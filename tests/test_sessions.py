@@ -113,3 +113,43 @@ async def test_summary_tags_are_the_turns_entities_it_mentions(db):
     again = await db.get(first["summary_id"])
     assert "Alfama" not in again.l2_full and "Farid" in again.l2_full
     assert again.tags == ["ner_Lisbon", "ner_Carmen", "ner_Oslo", "ner_Farid"]
+
+
+async def test_summary_tags_keep_user_tags_and_ignore_lowercase_words(db):
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, [
+        {"role": "user", "content": "Could you help us plan a party? It may rain and we will need a tent."},
+        {"role": "assistant", "content": "Ask May and Will from the US team; Mark can bring an Apple TV."},
+        {"role": "assistant", "content": "Anything else?"},
+    ])
+    sid = (await db.commit_session(s.id))["summary_id"]
+    summary = await db.get(sid)
+    # "us", "will", "mark", "ask" are words of the summary, not the names of the middle reply (left out of it)
+    assert "Will" not in summary.l2_full and summary.tags == []
+    await db.update(sid, tags=["pinned"])
+    await db.add_messages(s.id, [{"role": "assistant", "content": "Will from the US team says hi."}])
+    await db.commit_session(s.id)
+    again = await db.get(sid)
+    assert again.tags[0] == "pinned" and "ner_Will" in again.tags  # the user's tag survives the rewrite
+    assert [r.entry.id for r in await db.find("party", tags=["pinned"], user_id="u")] == [sid]
+
+
+async def test_summary_tags_do_not_depend_on_how_the_session_was_committed(db):
+    turns = [
+        {"role": "user", "content": "I visited \uf963京市 and Lisbon last year."},  # U+F963: a compatibility 北
+        {"role": "assistant", "content": "Nice. What did you like?"},
+        {"role": "user", "content": "The food in Lisbon, mostly."},
+        {"role": "assistant", "content": "Lisbon food is great, and 北京市 too."},
+    ]
+    tags = []
+    for steps in ([4], [1, 1, 1, 1], [2, 2]):
+        s = await db.create_session(user_id="u")
+        done = 0
+        for n in steps:
+            await db.add_messages(s.id, turns[done:done + n])
+            done += n
+            result = await db.commit_session(s.id)
+        summary_id = result["summary_id"] or (await db.db.fetchone(
+            "SELECT entry_id FROM session_memory_links WHERE session_id = ? AND kind = 'summary'", (s.id,)))[0]
+        tags.append((await db.get(summary_id)).tags)
+    assert tags[0] == tags[1] == tags[2] and "ner_Lisbon" in tags[0] and "ner_北京市" in tags[0]
