@@ -10,7 +10,7 @@ import pytest
 
 from agentbase import AgentBase, load_settings
 from agentbase.embeddings import HashEmbedder
-from agentbase.index.fts import common_terms_queries, document_frequencies, select_terms
+from agentbase.index.fts import bm25_upper_bound, common_terms_queries, document_frequencies, select_terms
 
 from .conftest import make_db
 
@@ -57,9 +57,9 @@ async def test_document_frequencies_count_stemmed_matches(db):
     await db.add_memory("I was doing the dishes", dedup=False)
     await db.add_memory("She does yoga", dedup=False)
     await db.add_memory("We do taxes in April", dedup=False)
-    dfs = await document_frequencies(db.db, ["doing", "april", "zebra"])
+    dfs, max_rid = await document_frequencies(db.db, ["doing", "april", "zebra"])
     # Porter stemming: "doing" and "do" share the stem "do" ("does" stems to "doe").
-    assert dfs == {"doing": 2, "april": 1, "zebra": 0}
+    assert dfs == {"doing": 2, "april": 1, "zebra": 0} and max_rid == 3
 
 
 async def test_common_terms_are_dropped_only_above_the_budget(db_path):
@@ -160,7 +160,7 @@ async def test_mmap_setting_reaches_both_connections(tmp_path, mmap_mb):
 async def test_query_with_thousands_of_terms_is_counted_in_chunks(db):
     target = await db.add_memory("word1999 appears once", dedup=False)
     query = " ".join(f"word{i}" for i in range(2500))  # more terms than SQLite's 2,000 result columns
-    dfs = await document_frequencies(db.db, [f"word{i}" for i in range(2500)])
+    dfs, _ = await document_frequencies(db.db, [f"word{i}" for i in range(2500)])
     assert len(dfs) == 2500 and dfs["word1999"] == 1 and sum(dfs.values()) == 1
     results = await db.find(query, top_k=1, mode="fts")
     assert results[0].entry.id == target.id
@@ -306,7 +306,60 @@ def test_script_ending_without_close_still_writes_its_traces(tmp_path):
 async def test_document_frequencies_skip_counting_when_the_budget_cannot_be_exceeded(db):
     for i in range(5):
         await db.add_memory(f"kettle descaling step {i}", dedup=False)
-    assert await document_frequencies(db.db, ["kettle", "step"]) == {"kettle": 5, "step": 5}
+    assert await document_frequencies(db.db, ["kettle", "step"]) == ({"kettle": 5, "step": 5}, 5)
     # 5 entries x 2 terms = 10 postings at most: within a budget of 10 nothing is counted.
-    assert await document_frequencies(db.db, ["kettle", "step"], budget=10) == {"kettle": 0, "step": 0}
-    assert await document_frequencies(db.db, ["kettle", "step"], budget=9) == {"kettle": 5, "step": 5}
+    assert await document_frequencies(db.db, ["kettle", "step"], budget=10) == ({"kettle": 0, "step": 0}, 5)
+    assert await document_frequencies(db.db, ["kettle", "step"], budget=9) == ({"kettle": 5, "step": 5}, 5)
+
+
+def test_bm25_upper_bound_by_hand():
+    # idf = ln((1000 - 10 + 0.5) / (10 + 0.5)) = 4.5468; times (k1 + 1) = 2.2
+    assert bm25_upper_bound([10], 1000) == pytest.approx(10.003, abs=1e-3)
+    assert bm25_upper_bound([10, 10], 1000) == pytest.approx(20.006, abs=1e-3)
+    assert bm25_upper_bound([900], 1000) == pytest.approx(2.2e-6)  # idf <= 0 counts as 1e-6, as in FTS5
+    assert bm25_upper_bound([], 1000) == 0.0 and bm25_upper_bound([3], 0) == pytest.approx(2.2e-6)
+
+
+async def test_bm25_upper_bound_holds_for_real_fts5_scores(tmp_path):
+    async with budget_db(tmp_path / "b.db", 0) as ab:
+        texts = ["kiwi"] * 3 + ["kiwi kiwi kiwi kiwi kiwi"] + [f"filler number {i} text" for i in range(40)]
+        for t in texts:
+            await ab.add_memory(t, dedup=False)
+        dfs, max_rid = await document_frequencies(ab.db, ["kiwi"])
+        best = -(await ab.db.fetchone("SELECT bm25(entries_fts) AS s FROM entries_fts WHERE entries_fts MATCH ? "
+                                      "ORDER BY s LIMIT 1", ('"kiwi"',)))[0]
+        assert 0 < best <= bm25_upper_bound([dfs["kiwi"]], max_rid)
+
+
+async def test_budget_never_hides_a_better_entry_holding_only_common_terms(tmp_path):
+    """The obvious best match holds only the common terms: the MaxScore check reruns the leg with every term."""
+    async with budget_db(tmp_path / "p.db", 30) as ab:
+        for i in range(40):
+            await ab.add_memory(f"Notes about the project number {i}", user_id="alice", dedup=False)
+            await ab.add_memory(f"The status of printer {i} is fine", user_id="alice", dedup=False)
+        for i in range(10):
+            await ab.add_memory(f"Weekly log {i}: " + "lots of unrelated words here " * 20 + "one update",
+                                user_id="alice", dedup=False)
+        for i in range(400):  # project and status in ~10 % of the entries: common, yet far from stop words
+            await ab.add_memory(f"grocery list item {i} milk bread", user_id="alice", dedup=False)
+        target = await ab.add_memory("Project status: green, all milestones on track.", user_id="alice")
+        for kwargs in ({}, {"user_id": "alice"}):  # unfiltered and owner-filtered keyword leg
+            results = await ab.find("project status update", top_k=5, mode="fts", trace=True, **kwargs)
+            assert results[0].entry.id == target.id
+            steps = [s.name for s in (await ab.get_trace(results[0].trace_id)).steps]
+            assert "candidates_fts_all_terms" in steps
+
+
+async def test_budgeted_top_k_equals_the_unbudgeted_top_k(tmp_path):
+    """With the MaxScore check the budget changes the cost of the keyword leg, never its first top_k."""
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "zeta"]
+    texts = [" ".join(words[(i * j) % 8] for j in range(1, 2 + i % 5)) + f" item{i % 13}" for i in range(300)]
+    queries = ["alpha beta item3", "gamma omega", "sigma kappa zeta item7", "delta item1 item2", "beta"]
+    found = {}
+    for budget in (0, 40):
+        async with budget_db(tmp_path / f"e{budget}.db", budget) as ab:
+            for t in texts:
+                await ab.add_memory(t, dedup=False)
+            found[budget] = [[r.entry.l2_full for r in await ab.find(q, top_k=5, mode="fts", strategy="flat")]
+                             for q in queries]
+    assert found[40] == found[0] and all(found[0])

@@ -13,11 +13,12 @@ groups joined by our own ``AND``/``NOT``), so operators typed by a user (``AND``
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
-__all__ = ["STOPWORDS", "common_terms_queries", "document_frequencies", "fts_document", "match_expression",
-           "query_tokens", "select_terms"]
+__all__ = ["BM25_K1", "STOPWORDS", "bm25_upper_bound", "common_terms_queries", "document_frequencies", "fts_document",
+           "match_expression", "query_tokens", "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -113,7 +114,7 @@ def common_terms_queries(kept: list[str], dropped: list[str]) -> list[str]:
     return [f"({k}) AND ({d})", f"({k}) NOT ({d})"]
 
 
-async def document_frequencies(db: Any, tokens: list[str], budget: int = 0) -> dict[str, int]:
+async def document_frequencies(db: Any, tokens: list[str], budget: int = 0) -> tuple[dict[str, int], int]:
     """How many indexed entries contain each token (FTS5 applies its own stemming, so "doing" counts "do").
 
     One statement; counting a token's documents walks its postings without scoring them, about 30 times cheaper
@@ -127,18 +128,49 @@ async def document_frequencies(db: Any, tokens: list[str], budget: int = 0) -> d
         budget: the postings budget of :func:`select_terms`; 0 always counts.
 
     Returns:
-        ``{token: document count}`` (all 0 when the budget cannot be exceeded).
+        ``({token: document count}, max_rid)``: the counts are all 0 when the budget cannot be exceeded;
+        ``max_rid`` (the largest entry rowid, 0 for an empty file) bounds the number of indexed entries from above.
     """
     out: dict[str, int] = {}
+    max_rid = 0
     for start in range(0, len(tokens), 200):  # SQLite allows 2,000 result columns; a long query is chunked
         part = tokens[start:start + 200]
         # CASE evaluates the count only when the bound says the budget could be exceeded.
         cols = ", ".join("CASE WHEN (SELECT COALESCE(MAX(rid), 0) FROM entries) * ? <= ? THEN 0 ELSE "
                          "(SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?) END" for _ in part)
         params = [x for t in part for x in (len(tokens), budget, f'"{t}"')]
-        row = await db.fetchone(f"SELECT {cols}", params)
-        out.update((t, int(n)) for t, n in zip(part, row or [0] * len(part)))
-    return out
+        row = await db.fetchone(f"SELECT (SELECT COALESCE(MAX(rid), 0) FROM entries), {cols}", params)
+        max_rid = int(row[0]) if row else 0
+        out.update((t, int(n)) for t, n in zip(part, row[1:] if row else [0] * len(part)))
+    return out, max_rid
+
+
+#: FTS5's bm25() constants (sqlite.org/fts5.html section 5.1.1, ``fts5_aux.c``): k1 = 1.2, b = 0.75.
+BM25_K1 = 1.2
+
+
+def bm25_upper_bound(dfs: list[int], n_rows: int) -> float:
+    """The highest BM25 score (as a positive number) an entry containing only these terms can reach in FTS5.
+
+    FTS5 scores an entry ``sum over terms of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))`` with
+    ``idf = log((N - n + 0.5) / (n + 0.5))`` (at least 1e-6), N the indexed rows and n the rows with the term.
+    Each fraction is below ``k1 + 1`` for any term frequency and length, so ``sum(idf) * (k1 + 1)`` bounds the
+    score from above: the per-term maximum score of MaxScore pruning (Turtle & Flood, "Query evaluation:
+    strategies and optimizations", IP&M 1995). A larger ``n_rows`` only raises the bound, so an upper bound on N
+    (the largest rowid) is safe.
+
+    Args:
+        dfs: document frequency of each term.
+        n_rows: the number of indexed rows, or an upper bound on it.
+
+    Returns:
+        The bound (0.0 for no terms).
+    """
+    total = 0.0
+    for n in dfs:
+        ratio = (n_rows - n + 0.5) / (n + 0.5)
+        total += math.log(ratio) if ratio > 1.0 else 1e-6
+    return total * (BM25_K1 + 1.0)
 
 
 def select_terms(dfs: dict[str, int], max_postings: int) -> tuple[list[str], list[str]]:

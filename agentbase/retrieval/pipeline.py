@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from ..graph import graph_candidates
-from ..index.fts import common_terms_queries, document_frequencies, match_expression, query_tokens, select_terms
+from ..index.fts import (bm25_upper_bound, common_terms_queries, document_frequencies, match_expression,
+                         query_tokens, select_terms)
 from ..index.vector import knn
 from ..models import SearchResult
 from ..observability import Tracer
@@ -85,9 +86,11 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         return []
     full_match = match_expression(tokens)
     kept, dropped = tokens, []
+    dropped_bound = 0.0  # the best BM25 score an entry holding only dropped terms can reach
     if cfg.fts_max_postings > 0 and len(tokens) > 1 and p.mode in ("hybrid", "fts"):
-        kept, dropped = select_terms(await document_frequencies(db, tokens, cfg.fts_max_postings),
-                                     cfg.fts_max_postings)
+        dfs, max_rid = await document_frequencies(db, tokens, cfg.fts_max_postings)
+        kept, dropped = select_terms(dfs, cfg.fts_max_postings)
+        dropped_bound = bm25_upper_bound([dfs[t] for t in dropped], max_rid)
     matches = common_terms_queries(kept, dropped)
     tracer.step("normalize", match=" | ".join(matches), dropped_terms=dropped)
 
@@ -112,11 +115,13 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if p.mode in ("hybrid", "fts"):
         fts = await _fts_leg(db, matches, where, params, n)
         tracer.step("candidates_fts", candidates_out=len(fts), limit=n)
-        if dropped and len(fts) < top_k_pool:
-            # Too few entries with a rare term pass the filter (the rare term is another owner's): score every
-            # term over all rows, as without the budget.
+        if dropped and (len(fts) < top_k_pool or -fts[top_k_pool - 1][1] <= dropped_bound):
+            # Score every term over all rows, as without the budget, when too few entries with a rare term pass
+            # the filter (the rare term is another owner's), or when an entry holding only the common terms could
+            # outscore the top_k-th candidate (MaxScore bound): the budget never changes the first top_k.
             fts = await _fts_leg(db, [full_match], where, params, n)
-            tracer.step("candidates_fts_all_terms", candidates_out=len(fts), limit=n)
+            tracer.step("candidates_fts_all_terms", candidates_out=len(fts), limit=n,
+                        dropped_bound=round(dropped_bound, 3))
         rankings["fts"] = [rid for rid, _ in fts]
         bm25 = dict(fts)
     if use_vector:
