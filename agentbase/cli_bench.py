@@ -64,3 +64,9 @@ def locomo(ctx: typer.Context) -> None:
 def perf(ctx: typer.Context) -> None:
     """Ingest throughput, embedding throughput and find() latency at 10k/100k entries (see --help)."""
     _forward("perf", ctx)
+
+
+@bench_app.command("fts-budget", context_settings=_PASSTHROUGH, add_help_option=False)
+def fts_budget(ctx: typer.Context) -> None:
+    """Keyword-leg postings budget: recall and latency per fts_max_postings on all haystacks in one file."""
+    _forward("fts_budget", ctx)

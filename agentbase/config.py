@@ -131,13 +131,13 @@ class RetrievalSettings(_Section):
     knowledge_update_half_life_days: float = Field(default=14.0, gt=0)
     aggregation_top_k_factor: float = Field(default=2.0, ge=1, le=100)
     co_retrieval: bool = True
-    # Keyword-leg cost budget: when the query terms' postings (entries containing each term, summed) exceed it,
-    # candidates must contain one of the rarer terms and are scored by all terms (index/fts.py select_terms,
-    # common_terms_queries). bm25() costs ~1.5 us per matching entry here, so 1,000 postings is about 1.5 ms; it
-    # never applies to a single-term query. 0 = always score every matching entry. benchmarks/fts_budget.py
-    # measures the trade on all LongMemEval haystacks in one file (58k entries): 1,000 and 2,000 give the same
-    # session recall_any@5 (0.710; 0.731 without a budget), 1,000 is faster (docs/benchmarks.md).
-    fts_max_postings: int = Field(default=1000, ge=0)
+    # Keyword-leg cost budget (0 = off): when the query terms' postings (entries containing each term, summed)
+    # exceed it, the entries with one of the rarer terms are scored first (index/fts.py select_terms,
+    # common_terms_queries), and the entries holding only the common terms are scored too whenever one of them
+    # could outscore the top_k-th candidate (MaxScore bound), so the first top_k are always plain BM25's. Off by
+    # default: on all LongMemEval haystacks in one 58k-entry file (benchmarks/fts_budget.py) the common terms are
+    # rarely weak enough to skip, and the mean latency is no better (37.2 ms at 4,000 vs 36.3 ms off).
+    fts_max_postings: int = Field(default=0, ge=0)
     # fused candidates kept for boosts and rerank (at least 5 x top_k)
     rerank_pool: int = Field(default=60, ge=1, le=10_000)
     # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.

@@ -6,8 +6,9 @@ with its date, through the public API; one owner), about 50k messages, and asks 
 against all of it in FTS-only mode (the budget acts on the keyword leg only; no embedder is loaded, so the
 file builds in a minute or two). For each ``--budgets`` value it prints session ``recall_any@5/10``,
 ``recall_all@10`` and ``ndcg_any@10`` over the answer sessions, how many queries the budget changed (terms
-dropped from the required set), and ``find(top_k=10)`` latency p50/p95 (FTS-only: no query embedding).
-Budget 0 is plain BM25 over every query term.
+dropped from the required set), how many of the timed ``find(top_k=10)`` calls had to rerun the leg with every
+term (an entry holding only the common terms could have outscored the 10th candidate), and their latency p50/p95
+(FTS-only: no query embedding). Budget 0 is plain BM25 over every query term.
 
 Usage::
 
@@ -17,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +42,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="NER while building (default regex, to save time; 'config' = the configured one)")
     p.add_argument("--repeat", type=int, default=2, help="timed find(top_k=10) calls per question and budget")
     p.add_argument("--workdir", default=None)
+    p.add_argument("--reuse", action="store_true",
+                   help="open the all-haystacks file an earlier run left in --workdir instead of building it again")
     p.add_argument("--out", default=None, help="JSON output (a .md with the tables next to it)")
     args = p.parse_args(argv)
     if not args.data:
@@ -83,11 +87,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-fts-budget-"))
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "all-haystacks.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-    db = open_agentbase(path, settings, None)
-    await db.initialize()
-    built = await build(db, records)
+    marker = Path(str(path) + ".built.json")
+    if args.reuse and marker.exists():
+        db = open_agentbase(path, settings, None)
+        await db.initialize()
+        built = {**json.loads(marker.read_text()), "reused": True}
+    else:
+        for suffix in ("", "-wal", "-shm", ".built.json"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        db = open_agentbase(path, settings, None)
+        await db.initialize()
+        built = await build(db, records)
+        marker.write_text(json.dumps(built))
     stats = await db.stats()
     built["entries_total"] = stats["entries_total"]
     console.print(f"built {path}: {built['sessions']} sessions, {built['messages']} messages, "
@@ -96,7 +107,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for budget in args.budget_list:
         db.settings.retrieval.fts_max_postings = budget
-        rows, lat, dropped = [], [], 0
+        rows, lat, dropped, timed_ids = [], [], 0, []
         for rec in questions:
             ref = parse_time(rec["question_date"])
             gold = set(rec["answer_session_ids"])
@@ -111,12 +122,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                          "all10": recall_all_at_k(ranked, gold, 10), "ndcg10": ndcg_any_at_k(ranked, gold, 10)})
             for _ in range(args.repeat):
                 t = time.perf_counter()
-                await db.find(rec["question"], top_k=10, mode="fts", user_id="bench", reference_time=ref)
+                timed = await db.find(rec["question"], top_k=10, mode="fts", user_id="bench", reference_time=ref,
+                                      trace=True)
                 lat.append((time.perf_counter() - t) * 1000)
+                timed_ids.extend(r.trace_id for r in timed[:1])
+        # Traces are read after the timed loop: reading one writes the queue, which would slow the next query.
+        reruns = 0
+        for trace_id in timed_ids:
+            trace = await db.get_trace(trace_id)
+            reruns += any(s.name == "candidates_fts_common_terms" for s in trace.steps)
         results[str(budget)] = {
             "recall_any@5": mean([r["any5"] for r in rows]), "recall_any@10": mean([r["any10"] for r in rows]),
             "recall_all@10": mean([r["all10"] for r in rows]), "ndcg_any@10": mean([r["ndcg10"] for r in rows]),
-            "queries_with_dropped_terms": dropped, "questions": len(rows), "find_ms": dist(lat)}
+            "queries_with_dropped_terms": dropped, "questions": len(rows), "find_ms": dist(lat),
+            "timed_queries_rerun_with_all_terms": reruns, "timed_queries": len(timed_ids)}
         console.print(f"budget {budget}: any@5 {results[str(budget)]['recall_any@5']:.3f}, "
                       f"{dropped}/{len(rows)} queries budgeted, p50 {results[str(budget)]['find_ms']['p50']:.1f} ms")
     await db.close()
@@ -127,11 +146,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(payload: dict[str, Any]) -> str:
     cols = ["fts_max_postings", "S any@5", "S any@10", "S all@10", "S ndcg@10", "queries budgeted",
-            "find p50 ms", "find p95 ms"]
+            "top_k=10 reruns", "find p50 ms", "find p95 ms"]
     rows = []
     for budget, r in payload["results"].items():
         rows.append([budget if budget != "0" else "0 (no budget)", r["recall_any@5"], r["recall_any@10"],
                      r["recall_all@10"], r["ndcg_any@10"], f"{r['queries_with_dropped_terms']}/{r['questions']}",
+                     f"{r['timed_queries_rerun_with_all_terms']}/{r['timed_queries']}",
                      f"{r['find_ms']['p50']:.1f}", f"{r['find_ms']['p95']:.1f}"])
     b = payload["build"]
     title = (f"FTS-only over all haystacks in one file ({b['sessions']} sessions, {b['messages']} messages, "

@@ -198,7 +198,7 @@ async def test_budget_never_starves_a_filtered_search(tmp_path):
         results = await ab.find("zebracorn meeting", top_k=10, mode="fts", user_id="alice")
         assert len(results) == 10 and {r.entry.user_id for r in results} == {"alice"}
         trace = await ab.get_trace(results[0].trace_id)
-        assert any(s.name == "candidates_fts_all_terms" for s in trace.steps)
+        assert any(s.name == "candidates_fts_common_terms" for s in trace.steps)
 
 
 async def test_budget_ranks_entries_with_a_rare_term_exactly_as_without_it(tmp_path):
@@ -347,7 +347,7 @@ async def test_budget_never_hides_a_better_entry_holding_only_common_terms(tmp_p
             results = await ab.find("project status update", top_k=5, mode="fts", trace=True, **kwargs)
             assert results[0].entry.id == target.id
             steps = [s.name for s in (await ab.get_trace(results[0].trace_id)).steps]
-            assert "candidates_fts_all_terms" in steps
+            assert "candidates_fts_common_terms" in steps
 
 
 async def test_budgeted_top_k_equals_the_unbudgeted_top_k(tmp_path):

@@ -17,7 +17,8 @@ import math
 import re
 from typing import Any
 
-__all__ = ["BM25_K1", "STOPWORDS", "bm25_upper_bound", "common_terms_queries", "document_frequencies", "fts_document",
+__all__ = ["BM25_K1", "STOPWORDS", "bm25_upper_bound", "common_terms_queries", "document_frequencies",
+           "dropped_only_query", "fts_document",
            "match_expression", "query_tokens", "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -112,6 +113,17 @@ def common_terms_queries(kept: list[str], dropped: list[str]) -> list[str]:
         return [match_expression(kept)]  # type: ignore[list-item]
     k, d = match_expression(kept), match_expression(dropped)
     return [f"({k}) AND ({d})", f"({k}) NOT ({d})"]
+
+
+def dropped_only_query(kept: list[str], dropped: list[str]) -> str:
+    """The MATCH expression for the entries :func:`common_terms_queries` leaves out: ``(dropped) NOT (kept)``.
+
+    Together with the two halves it covers every entry of the plain OR query exactly once, and each of its
+    entries is scored by the dropped terms alone, which is what the plain OR gives it too.
+    """
+    if not kept or not dropped:
+        raise ValueError("dropped_only_query needs kept and dropped terms")
+    return f"({match_expression(dropped)}) NOT ({match_expression(kept)})"
 
 
 async def document_frequencies(db: Any, tokens: list[str], budget: int = 0) -> tuple[dict[str, int], int]:

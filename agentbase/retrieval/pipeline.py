@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from ..graph import graph_candidates
-from ..index.fts import (bm25_upper_bound, common_terms_queries, document_frequencies, match_expression,
-                         query_tokens, select_terms)
+from ..index.fts import (bm25_upper_bound, common_terms_queries, document_frequencies, dropped_only_query,
+                         match_expression, query_tokens, select_terms)
 from ..index.vector import knn
 from ..models import SearchResult
 from ..observability import Tracer
@@ -116,11 +116,13 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         fts = await _fts_leg(db, matches, where, params, n)
         tracer.step("candidates_fts", candidates_out=len(fts), limit=n)
         if dropped and (len(fts) < top_k_pool or -fts[top_k_pool - 1][1] <= dropped_bound):
-            # Score every term over all rows, as without the budget, when too few entries with a rare term pass
-            # the filter (the rare term is another owner's), or when an entry holding only the common terms could
-            # outscore the top_k-th candidate (MaxScore bound): the budget never changes the first top_k.
-            fts = await _fts_leg(db, [full_match], where, params, n)
-            tracer.step("candidates_fts_all_terms", candidates_out=len(fts), limit=n,
+            # Also score the entries holding only common terms when too few entries with a rare term pass the
+            # filter (the rare term is another owner's), or when one of them could outscore the top_k-th candidate
+            # (MaxScore bound): merged, the leg is then exactly the plain OR query's, so the budget never changes
+            # the first top_k.
+            rest = await _fts_leg(db, [dropped_only_query(kept, dropped)], where, params, n)
+            fts = sorted(fts + rest, key=lambda pair: (pair[1], pair[0]))[:n]
+            tracer.step("candidates_fts_common_terms", candidates_out=len(fts), limit=n,
                         dropped_bound=round(dropped_bound, 3))
         rankings["fts"] = [rid for rid, _ in fts]
         bm25 = dict(fts)
