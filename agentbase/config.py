@@ -102,6 +102,9 @@ class RetrievalSettings(_Section):
     # smaller k, which trusts each leg's top ranks more, and a keyword-leaning weight measured better
     # (docs/benchmarks.md, ablation).
     rrf_k: int = Field(default=20, ge=0)
+    # A query is a question, not a document: longer input raises ValidationError (an 80 KB query took 17 s, its
+    # embedding read in 512-token windows and thousands of OR'ed keyword terms).
+    max_query_chars: int = Field(default=10_000, ge=1)
     weight_fts: float = Field(default=0.6, ge=0)
     weight_vector: float = Field(default=0.4, ge=0)
     # Temporal-graph leg: entries that are the source of relations about the query's entities. Off by default:

@@ -221,7 +221,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             Up to ``top_k`` :class:`SearchResult`, best first.
 
         Raises:
-            ValidationError: bad top_k, mode, strategy or filters, or a reranker that is not callable.
+            ValidationError: bad top_k, mode, strategy or filters, a query longer than
+                ``retrieval.max_query_chars`` (10,000), or a reranker that is not callable.
             UsageError: the reranker returned another number of scores than candidates, or a non-number.
             DimensionMismatchError: ``mode="vector"`` while the stored vectors have another dimension.
         """
@@ -230,6 +231,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         if strategy not in ("auto", "flat", "hierarchical"):
             raise ValidationError("strategy must be 'auto', 'flat' or 'hierarchical'")
         check_limit(top_k, "top_k", maximum=1000)
+        max_chars = self.settings.retrieval.max_query_chars
+        if isinstance(query, str) and len(query) > max_chars:
+            raise ValidationError(f"query is {len(query):,} characters; at most retrieval.max_query_chars = "
+                                  f"{max_chars:,} are searched (a question, not a document)")
         if reranker is not None and not callable(reranker):
             raise ValidationError(f"reranker must be callable, got {type(reranker).__name__}")
         if token_budget is not None:

@@ -97,3 +97,12 @@ async def test_temporal_leg_brings_turns_of_the_named_day(tmp_path):
     trace = await off.get_trace(hits[0].trace_id)
     assert not any(s.name == "candidates_temporal" for s in trace.steps)
     await off.close()
+
+
+async def test_overlong_query_is_a_typed_error_and_the_limit_is_a_setting(db, seeded):
+    from agentbase import ValidationError
+
+    with pytest.raises(ValidationError, match="max_query_chars"):
+        await db.find("rotate " * 2000, user_id="u")  # 14,000 characters
+    db.settings.retrieval.max_query_chars = 20_000
+    assert (await db.find("rotate " * 2000, user_id="u", mode="fts"))[0].entry.l2_full.startswith("TODO: rotate")
