@@ -137,10 +137,11 @@ class RetrievalSettings(_Section):
     # Keyword-leg cost budget (0 = off): when the query terms' postings (entries containing each term, summed)
     # exceed it, the entries with one of the rarer terms are scored first (index/fts.py select_terms,
     # common_terms_queries), and the entries holding only the common terms are scored too whenever one of them
-    # could outscore the top_k-th candidate (MaxScore bound), so the first top_k are always plain BM25's. Off by
-    # default: on all LongMemEval haystacks in one 58k-entry file (benchmarks/fts_budget.py) the common terms are
-    # rarely weak enough to skip, and the mean latency is no better (37.2 ms at 4,000 vs 36.3 ms off).
-    fts_max_postings: int = Field(default=0, ge=0)
+    # could outscore the top_k-th candidate (MaxScore bound), so the first top_k are always plain BM25's.
+    # Measured (docs/benchmarks.md): all LongMemEval haystacks in one 58k-entry file (benchmarks/fts_budget.py),
+    # p50 25.4 vs 32.2 ms off, mean 37.2 vs 36.3, p95 83.6 vs 70.7; synthetic 100k entries (benchmarks/perf.py),
+    # BM25 step p50 11.8 vs 30.7 ms. Smaller budgets need the second pass more often and are slower.
+    fts_max_postings: int = Field(default=4000, ge=0)
     # fused candidates kept for boosts and rerank (at least 5 x top_k)
     rerank_pool: int = Field(default=60, ge=1, le=10_000)
     # Entity extraction on the query: "regex" costs ~0.1 ms, "spacy" ~4 ms per query on this machine.

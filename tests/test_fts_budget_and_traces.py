@@ -162,6 +162,7 @@ async def test_query_with_thousands_of_terms_is_counted_in_chunks(db):
     query = " ".join(f"word{i}" for i in range(2500))  # more terms than SQLite's 2,000 result columns
     dfs, _ = await document_frequencies(db.db, [f"word{i}" for i in range(2500)])
     assert len(dfs) == 2500 and dfs["word1999"] == 1 and sum(dfs.values()) == 1
+    db.settings.retrieval.max_query_chars = 50_000  # 21,389 characters
     results = await db.find(query, top_k=1, mode="fts")
     assert results[0].entry.id == target.id
 
