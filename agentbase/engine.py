@@ -86,6 +86,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         self._sync: Any = None
         self.traces: TraceBuffer | None = None  # find()'s traces and recall counts, written in batches
         self._finds: set[Any] = set()  # find() calls running on the engine loop
+        # The largest entry rowid seen by the last keyword search (None: not yet): an upper bound on the rows that
+        # lets find() skip counting terms when the postings budget cannot be exceeded.
+        self.max_rid_hint: int | None = None
 
     async def _drain_background(self) -> None:
         """Write the queued traces and recall counts now (readers of traces and ``close`` call this)."""

@@ -364,3 +364,20 @@ async def test_budgeted_top_k_equals_the_unbudgeted_top_k(tmp_path):
             found[budget] = [[r.entry.l2_full for r in await ab.find(q, top_k=5, mode="fts", strategy="flat")]
                              for q in queries]
     assert found[40] == found[0] and all(found[0])
+
+
+async def test_row_bound_hint_skips_counting_on_small_files_and_follows_growth(tmp_path):
+    async with budget_db(tmp_path / "h.db", 30) as ab:
+        for i in range(3):
+            await ab.add_memory(f"kettle note {i}", dedup=False)
+        await ab.find("kettle note", mode="fts")
+        assert ab.max_rid_hint == 3  # 3 rows x 2 terms <= 30: later searches skip the term count
+        for i in range(40):
+            await ab.add_memory(f"kettle descaling note {i}", dedup=False)
+        await ab.add_memory("a rare zebracorn kettle", dedup=False)
+        first = await ab.find("zebracorn kettle note", mode="fts", trace=True)  # the keyword leg refreshes the bound
+        assert ab.max_rid_hint == 44
+        second = await ab.find("zebracorn kettle note", mode="fts", trace=True)
+        steps = {s.name: s for s in (await ab.get_trace(second[0].trace_id)).steps}
+        assert steps["normalize"].details["dropped_terms"]  # the budget acts once the bound says it can
+        assert [r.entry.id for r in first] == [r.entry.id for r in second]  # and the results are the same

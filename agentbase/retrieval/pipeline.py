@@ -48,8 +48,10 @@ class FindParams:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n: int) -> list[tuple[int, float]]:
-    """The ``n`` best BM25 matches of the union of ``matches`` that pass the filter, exactly.
+async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any],
+                   n: int) -> tuple[list[tuple[int, float]], int | None]:
+    """The ``n`` best BM25 matches of the union of ``matches`` that pass the filter, exactly, and the file's
+    largest entry rowid when the first statement returned rows (else None; it keeps the budget's row bound fresh).
 
     Joining every match to ``entries`` to test the filter costs more than BM25 itself on large files (53 vs
     16 ms for 15k matches at 100k entries), so one statement ranks the best ``4n`` matches without the join and
@@ -61,16 +63,18 @@ async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n
                                "WHERE entries_fts MATCH ?" for _ in matches)
     rows = await db.fetchall(
         f"WITH head AS MATERIALIZED (SELECT rid, s FROM ({union}) ORDER BY s, rid LIMIT ?) "
-        f"SELECT h.rid, h.s, (SELECT count(*) FROM head) FROM head h JOIN entries e ON e.rid = h.rid "
-        f"WHERE {where} ORDER BY h.s, h.rid LIMIT ?", [*matches, 4 * n, *params, n])
+        f"SELECT h.rid, h.s, (SELECT count(*) FROM head), (SELECT COALESCE(MAX(rid), 0) FROM entries) "
+        f"FROM head h JOIN entries e ON e.rid = h.rid WHERE {where} ORDER BY h.s, h.rid LIMIT ?",
+        [*matches, 4 * n, *params, n])
+    max_rid = int(rows[0][3]) if rows else None
     if len(rows) >= n or (rows and rows[0][2] < 4 * n):
-        return [(int(r[0]), float(r[1])) for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows], max_rid
     joined = " UNION ALL ".join(
         f"SELECT e.rid AS rid, bm25(entries_fts) AS s FROM entries_fts JOIN entries e ON e.rid = entries_fts.rowid "
         f"WHERE entries_fts MATCH ? AND {where}" for _ in matches)
     rows = await db.fetchall(f"SELECT rid, s FROM ({joined}) ORDER BY s, rid LIMIT ?",
                              [x for m in matches for x in (m, *params)] + [n])
-    return [(int(r[0]), float(r[1])) for r in rows]
+    return [(int(r[0]), float(r[1])) for r in rows], max_rid
 
 
 async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
@@ -87,8 +91,13 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     full_match = match_expression(tokens)
     kept, dropped = tokens, []
     dropped_bound = 0.0  # the best BM25 score an entry holding only dropped terms can reach
-    if cfg.fts_max_postings > 0 and len(tokens) > 1 and p.mode in ("hybrid", "fts"):
+    # The budget can only act when the file may hold more postings than it: every entry holding every term. The
+    # row bound comes from this process's last keyword search; a stale one (rows added since) can only skip the
+    # budget, never change the results, and the next search refreshes it.
+    may_exceed = ab.max_rid_hint is None or ab.max_rid_hint * len(tokens) > cfg.fts_max_postings
+    if cfg.fts_max_postings > 0 and len(tokens) > 1 and p.mode in ("hybrid", "fts") and may_exceed:
         dfs, max_rid = await document_frequencies(db, tokens, cfg.fts_max_postings)
+        ab.max_rid_hint = max_rid
         kept, dropped = select_terms(dfs, cfg.fts_max_postings)
         dropped_bound = bm25_upper_bound([dfs[t] for t in dropped], max_rid)
     matches = common_terms_queries(kept, dropped)
@@ -113,14 +122,16 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     degrade = ab.degrade_reason()
     use_vector = p.mode in ("hybrid", "vector") and ab.embedder is not None and ab.vector_error is None
     if p.mode in ("hybrid", "fts"):
-        fts = await _fts_leg(db, matches, where, params, n)
+        fts, max_rid = await _fts_leg(db, matches, where, params, n)
+        if max_rid is not None:
+            ab.max_rid_hint = max_rid
         tracer.step("candidates_fts", candidates_out=len(fts), limit=n)
         if dropped and (len(fts) < top_k_pool or -fts[top_k_pool - 1][1] <= dropped_bound):
             # Also score the entries holding only common terms when too few entries with a rare term pass the
             # filter (the rare term is another owner's), or when one of them could outscore the top_k-th candidate
             # (MaxScore bound): merged, the leg is then exactly the plain OR query's, so the budget never changes
             # the first top_k.
-            rest = await _fts_leg(db, [dropped_only_query(kept, dropped)], where, params, n)
+            rest, _ = await _fts_leg(db, [dropped_only_query(kept, dropped)], where, params, n)
             fts = sorted(fts + rest, key=lambda pair: (pair[1], pair[0]))[:n]
             tracer.step("candidates_fts_common_terms", candidates_out=len(fts), limit=n,
                         dropped_bound=round(dropped_bound, 3))
@@ -145,7 +156,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         ranged = dataclasses.replace(p.filters, date_from=max(filter(None, (p.filters.date_from, tr.date_from))),
                                      date_to=min(filter(None, (p.filters.date_to, tr.date_to))))
         r_where, r_params = ranged.where("e")
-        in_range = await _fts_leg(db, [full_match], r_where, r_params, n)
+        in_range, _ = await _fts_leg(db, [full_match], r_where, r_params, n)
         rankings["temporal"] = [rid for rid, _ in in_range]
         tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n)
 
