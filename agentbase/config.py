@@ -139,7 +139,7 @@ class RetrievalSettings(_Section):
     # common_terms_queries), and the entries holding only the common terms are scored too whenever one of them
     # could outscore the top_k-th candidate (MaxScore bound), so the first top_k are always plain BM25's.
     # Measured (docs/benchmarks.md): all LongMemEval haystacks in one 58k-entry file (benchmarks/fts_budget.py),
-    # p50 25.4 vs 32.2 ms off, mean 37.2 vs 36.3, p95 83.6 vs 70.7; synthetic 100k entries (benchmarks/perf.py),
+    # p50 26.1 vs 32.1 ms off, mean 36.2 vs 38.0, p95 89.6 vs 73.6; synthetic 100k entries (benchmarks/perf.py),
     # BM25 step p50 11.8 vs 30.7 ms. Smaller budgets need the second pass more often and are slower.
     fts_max_postings: int = Field(default=4000, ge=0)
     # fused candidates kept for boosts and rerank (at least 5 x top_k)
