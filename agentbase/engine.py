@@ -41,6 +41,13 @@ __all__ = ["AgentBase"]
 CLOSE_WAIT_S = 30.0  # seconds close() waits for find() calls still running before it writes their traces
 
 
+def _check_reranker(reranker: Any) -> Any:
+    """Return ``reranker`` (None or a callable); anything else raises ValidationError."""
+    if reranker is not None and not callable(reranker):
+        raise ValidationError(f"reranker must be callable, got {type(reranker).__name__}")
+    return reranker
+
+
 class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     """A context database in one SQLite file.
 
@@ -64,9 +71,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     def __init__(self, path: str | Path = "agentbase.db", *, settings: Settings | None = None,
                  embedder: Any = None, config_file: str | Path | None = None, reranker: Any = None):
         self.path = Path(path)
-        if reranker is not None and not callable(reranker):
-            raise ValidationError(f"reranker must be callable, got {type(reranker).__name__}")
-        self.reranker = reranker
+        self.reranker = _check_reranker(reranker)
         if isinstance(embedder, str):
             settings = (settings or load_settings(config_file)).model_copy(deep=True)
             settings.embedder.provider = embedder  # type: ignore[assignment]
@@ -238,8 +243,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         if isinstance(query, str) and len(query) > max_chars:
             raise ValidationError(f"query is {len(query):,} characters; at most retrieval.max_query_chars = "
                                   f"{max_chars:,} are searched (a question, not a document)")
-        if reranker is not None and not callable(reranker):
-            raise ValidationError(f"reranker must be callable, got {type(reranker).__name__}")
+        _check_reranker(reranker)
         if token_budget is not None:
             check_limit(token_budget, "token_budget", maximum=10_000_000)
         if mode == "vector" and self.vector_error is not None:

@@ -18,8 +18,7 @@ import re
 from typing import Any
 
 __all__ = ["BM25_K1", "STOPWORDS", "bm25_upper_bound", "common_terms_queries", "document_frequencies",
-           "dropped_only_query", "fts_document",
-           "match_expression", "query_tokens", "select_terms"]
+           "dropped_only_query", "fts_document", "match_expression", "query_tokens", "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")

@@ -154,7 +154,8 @@ def mention_pattern(name: str) -> re.Pattern[str]:
     them), or, for a name with CJK or kana/hangul characters (no word boundaries), as a substring.
 
     Args:
-        name: an entity name, usually case-folded (the pattern is case-sensitive; case-fold the text too).
+        name: an entity name. The pattern is case-sensitive: case-fold both the name and the text for a
+            case-insensitive test (the NER boost), or neither to match the name as written (summary tags).
 
     Returns:
         The pattern, cached per name: ``mention_pattern("new york").search("i love new  york!")`` matches,
