@@ -300,6 +300,7 @@ async def test_reranker_seam_through_find(tmp_path):
         texts = ["coffee with milk every morning", "coffee beans from Kenya", "green tea after lunch"]
         for t in texts:
             await db.add_memory(t, user_id="u")
+        await db.flush()  # vectors in: "tea" reaches the candidates through the vector leg only
         plain = await db.find("coffee", user_id="u", reranker=lambda q, c: [0.0] * len(c))
         assert len(plain) == 3 and plain[-1].entry.l2_full == "green tea after lunch"  # ties keep the order
         ranked = await db.find("coffee", user_id="u")  # the instance's reranker
