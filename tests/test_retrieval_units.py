@@ -5,6 +5,7 @@ Expected values are computed by hand in the comments. The reference time 2023-05
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -312,3 +313,45 @@ async def test_reranker_seam_through_find(tmp_path):
             await db.find("coffee", user_id="u", reranker=42)
     finally:
         await db.close()
+
+
+def _raise_stop(query, candidates):
+    raise StopIteration
+
+
+def _raise_exit(query, candidates):
+    raise SystemExit(1)
+
+
+async def _async_reranker(query, candidates):
+    return [0.0] * len(candidates)
+
+
+@pytest.mark.parametrize("bad", [_raise_stop, _raise_exit, _async_reranker, lambda q, c: None, lambda q, c: 1.0,
+                                 lambda q, c: "999", lambda q, c: {e: 1.0 for e, _ in c},
+                                 lambda q, c: ["2.5"] * len(c), lambda q, c: [10 ** 400] * len(c),
+                                 lambda q, c: c.clear() or []])
+def test_bad_rerankers_raise_usage_error(bad):
+    """Whatever user code does (raise StopIteration or SystemExit in a worker thread, return an awaitable, a
+    mapping, strings, huge ints, or try to change its input), the caller gets a UsageError."""
+    with pytest.raises(UsageError):
+        apply_reranker(bad, "q", [("a", "xx"), ("b", "yyy")])
+
+
+async def test_reranker_receives_entry_ids_and_a_failing_one_leaves_the_engine_usable(tmp_path):
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    db = AgentBase(tmp_path / "ids.db", settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=32))
+    try:
+        for i in range(4):
+            await db.add_memory(f"note {i}: python and tea", user_id="u")
+        seen = []
+        await db.find("python", user_id="u", mode="fts", reranker=lambda q, c: seen.extend(c) or [0.0] * len(c))
+        assert seen and None not in [await db.get(entry_id) for entry_id, _ in seen]
+        with pytest.raises(UsageError):
+            await db.find("python", user_id="u", mode="fts", reranker=_raise_stop)
+        assert len(await db.find("python", user_id="u", mode="fts")) == 4
+    finally:
+        await asyncio.wait_for(db.close(), 10)

@@ -224,11 +224,12 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     scored = _rerank(cands, p, cfg)
     if p.reranker is not None:
         head = scored[: max(top_k_pool * 3, 30)]
+        by_id = {cands[r]["entry"].id: r for r in head}
         ranked = await asyncio.to_thread(apply_reranker, p.reranker, query,
-                                         [(str(r), cands[r]["entry"].l2_full) for r in head])
-        for rid, score in ranked:
-            cands[int(rid)]["parts"]["reranker"] = score
-        scored = [int(rid) for rid, _ in ranked] + scored[len(head):]
+                                         [(cands[r]["entry"].id, cands[r]["entry"].l2_full) for r in head])
+        for entry_id, score in ranked:
+            cands[by_id[entry_id]]["parts"]["reranker"] = score
+        scored = [by_id[entry_id] for entry_id, _ in ranked] + scored[len(head):]
     tracer.step("rerank", candidates_in=len(cands), candidates_out=len(scored),
                 weights={"rrf": cfg.rerank_rrf, "freshness": cfg.rerank_freshness,
                          "confidence": cfg.rerank_confidence, "scope": cfg.rerank_scope, "type": cfg.rerank_type},

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -99,26 +100,49 @@ def apply_reranker(reranker: Reranker, query: str,
                    candidates: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
     """Run ``reranker`` and reorder the candidates by its scores.
 
+    The reranker gets its own copy of the candidates (a tuple of tuples), so it cannot change what is ranked.
+
     Args:
-        reranker: any :class:`Reranker`.
+        reranker: any :class:`Reranker` (a plain callable; coroutine functions are not supported).
         query: the normalised query.
         candidates: ``(entry_id, text)`` pairs in the current order.
 
     Returns:
-        ``(entry_id, score)`` by descending score; ties keep the current order (stable sort).
+        ``(entry_id, score)`` by descending score; ties keep the current order (stable sort); NaN last.
 
     Raises:
-        UsageError: the reranker returned a different number of scores than candidates, or a non-number.
+        UsageError: the reranker raised (any exception, chained as the cause), returned an awaitable, something
+            that is not a sequence of one real number per candidate (strings and mappings are refused), or a
+            number too large for a float.
     """
     if not candidates:
         return []
-    scores = list(reranker(query, candidates))
-    if len(scores) != len(candidates):
-        raise UsageError(f"reranker returned {len(scores)} scores for {len(candidates)} candidates")
+    frozen = tuple((str(entry_id), str(text)) for entry_id, text in candidates)
     try:
-        pairs = [(entry_id, float(score)) for (entry_id, _), score in zip(candidates, scores, strict=True)]
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"reranker returned a score that is not a number: {exc}") from exc
+        out = reranker(query, frozen)
+    except BaseException as exc:  # noqa: BLE001 - user code: StopIteration or SystemExit must not escape a worker
+        raise UsageError(f"reranker raised {type(exc).__name__}: {exc}") from exc
+    if inspect.isawaitable(out):
+        if inspect.iscoroutine(out):
+            out.close()
+        raise UsageError("the reranker returned an awaitable: async rerankers are not supported, pass a plain "
+                         "function")
+    if out is None or isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Iterable):
+        raise UsageError(f"reranker must return one score per candidate, got {type(out).__name__}")
+    try:
+        scores = list(out)
+    except BaseException as exc:  # noqa: BLE001 - a generator of user code
+        raise UsageError(f"reranker raised {type(exc).__name__} while its scores were read: {exc}") from exc
+    if len(scores) != len(frozen):
+        raise UsageError(f"reranker returned {len(scores)} scores for {len(frozen)} candidates")
+    pairs: list[tuple[str, float]] = []
+    for (entry_id, _), score in zip(frozen, scores):
+        if isinstance(score, (str, bytes)):
+            raise UsageError(f"reranker returned a string score {score!r}; scores must be numbers")
+        try:
+            pairs.append((entry_id, float(score)))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise UsageError(f"reranker returned a score that is not a real number: {exc}") from exc
     return sorted(pairs, key=lambda p: math.inf if math.isnan(p[1]) else -p[1])  # NaN last
 
 
