@@ -240,6 +240,9 @@ async def test_memory_adapter_long_term_recall(db):
     recalled = (await later.aload_memory_variables({"input": "where did Alice move? Lisbon"}))["long_term"]
     assert "Lisbon" in recalled
     assert later.load_memory_variables({})["long_term"] == ""  # no input, no query
+    # a pasted document longer than find()'s query limit: recall searches with its beginning instead of failing
+    pasted = {"input": "Is Alice allergic to anything? " + "lorem ipsum " * 1000}
+    assert "peanuts" in (await later.aload_memory_variables(pasted))["long_term"]
 
 
 def test_memory_adapter_drives_conversation_chain_with_long_term_prompt(db_path):

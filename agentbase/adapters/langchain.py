@@ -365,8 +365,11 @@ if _HAS_CLASSIC:
             query = self._query(inputs)
             if not query.strip():
                 return None
-            # over-fetch so that leaving out this session's own copies still leaves k results
-            return query, {"top_k": min(1000, self.k_long_term * 3), "user_id": self.owner_id}
+            # A chain input can be a pasted document: recall searches with its beginning, as find() refuses
+            # queries over retrieval.max_query_chars. Over-fetch so that leaving out this session's own copies
+            # still leaves k results.
+            return query[: self._db.settings.retrieval.max_query_chars], {
+                "top_k": min(1000, self.k_long_term * 3), "user_id": self.owner_id}
 
         def _long_term(self, results: list[Any]) -> str:
             """The long-term text: one ``- text`` line per relevant memory of the owner."""
