@@ -7,6 +7,7 @@ loop; :class:`~agentbase.sync.SyncAgentBase` gives each one a blocking twin.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         # The largest entry rowid seen by the last keyword search (None: not yet): an upper bound on the rows that
         # lets find() skip counting terms when the postings budget cannot be exceeded.
         self.max_rid_hint: int | None = None
+        self._rerank_threads: ThreadPoolExecutor | None = None  # rerankers' own threads (see rerank_executor)
 
     async def _drain_background(self) -> None:
         """Write the queued traces and recall counts now (readers of traces and ``close`` call this)."""
@@ -185,6 +187,16 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         if self.db is not None:
             await self.db.close()
             self.db = None
+        if self._rerank_threads is not None:
+            self._rerank_threads.shutdown(wait=False)
+            self._rerank_threads = None
+
+    def rerank_executor(self) -> ThreadPoolExecutor:
+        """The threads user rerankers run on (2, created on first use): a slow cross-encoder then cannot hold the
+        loop's default threads, which the query embedding of every other ``find()`` needs."""
+        if self._rerank_threads is None:
+            self._rerank_threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentbase-rerank")
+        return self._rerank_threads
 
     async def __aenter__(self) -> AgentBase:
         await self.initialize()

@@ -225,8 +225,9 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if p.reranker is not None:
         head = scored[: max(top_k_pool * 3, 30)]
         by_id = {cands[r]["entry"].id: r for r in head}
-        ranked = await asyncio.to_thread(apply_reranker, p.reranker, query,
-                                         [(cands[r]["entry"].id, cands[r]["entry"].l2_full) for r in head])
+        ranked = await asyncio.get_running_loop().run_in_executor(
+            ab.rerank_executor(), apply_reranker, p.reranker, query,
+            [(cands[r]["entry"].id, cands[r]["entry"].l2_full) for r in head])
         for entry_id, score in ranked:
             cands[by_id[entry_id]]["parts"]["reranker"] = score
         scored = [by_id[entry_id] for entry_id, _ in ranked] + scored[len(head):]
