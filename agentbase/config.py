@@ -140,7 +140,7 @@ class RetrievalSettings(_Section):
     # could outscore the top_k-th candidate (MaxScore bound), so the first top_k are always plain BM25's.
     # Measured (docs/benchmarks.md): all LongMemEval haystacks in one 58k-entry file (benchmarks/fts_budget.py),
     # p50 26.1 vs 32.1 ms off, mean 36.2 vs 38.0, p95 89.6 vs 73.6; synthetic 100k entries (benchmarks/perf.py),
-    # BM25 step p50 11.8 vs 30.7 ms. Smaller budgets need the second pass more often and are slower.
+    # BM25 step p50 11.8 vs 35.0 ms. Smaller budgets need the second pass more often and are slower.
     fts_max_postings: int = Field(default=4000, ge=0)
     # fused candidates kept for boosts and rerank (at least 5 x top_k)
     rerank_pool: int = Field(default=60, ge=1, le=10_000)
