@@ -146,11 +146,12 @@ async def document_frequencies(db: Any, tokens: list[str], budget: int = 0) -> t
     max_rid = 0
     for start in range(0, len(tokens), 200):  # SQLite allows 2,000 result columns; a long query is chunked
         part = tokens[start:start + 200]
-        # CASE evaluates the count only when the bound says the budget could be exceeded.
-        cols = ", ".join("CASE WHEN (SELECT COALESCE(MAX(rid), 0) FROM entries) * ? <= ? THEN 0 ELSE "
-                         "(SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?) END" for _ in part)
-        params = [x for t in part for x in (len(tokens), budget, f'"{t}"')]
-        row = await db.fetchone(f"SELECT (SELECT COALESCE(MAX(rid), 0) FROM entries), {cols}", params)
+        # The bound is computed once; CASE evaluates a count only when it says the budget could be exceeded.
+        cols = ", ".join("CASE WHEN skip THEN 0 ELSE (SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?) "
+                         "END" for _ in part)
+        row = await db.fetchone(
+            f"WITH b(max_rid, skip) AS (SELECT m, m * ? <= ? FROM (SELECT COALESCE(MAX(rid), 0) AS m FROM entries)) "
+            f"SELECT max_rid, {cols} FROM b", [len(tokens), budget, *(f'"{t}"' for t in part)])
         max_rid = int(row[0]) if row else 0
         out.update((t, int(n)) for t, n in zip(part, row[1:] if row else [0] * len(part)))
     return out, max_rid

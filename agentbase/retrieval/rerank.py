@@ -127,7 +127,7 @@ def apply_reranker(reranker: Reranker, query: str,
             out.close()
         raise UsageError("the reranker returned an awaitable: async rerankers are not supported, pass a plain "
                          "function")
-    if out is None or isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Iterable):
+    if isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Iterable):
         raise UsageError(f"reranker must return one score per candidate, got {type(out).__name__}")
     try:
         scores = list(out)
