@@ -66,6 +66,20 @@ async def test_cjk_found_by_keyword_leg(db):
         assert hits and hits[0].entry.id == want.id, query
 
 
+async def test_compatibility_forms_match_their_plain_forms(db):
+    # Fullwidth Latin and digits (CJK input methods), halfwidth katakana and ligatures are NFKC-folded on both
+    # sides, so either spelling finds the other.
+    wide = await db.add_memory("ｐｒｏｊｅｃｔ ｓｔａｔｕｓ　２０２４ 完成", user_id="u")
+    kana = await db.add_memory("ｶﾀｶﾅ の メモ", user_id="u")
+    liga = await db.add_memory("the ﬁnal ﬁle", user_id="u")
+    plain = await db.add_memory("project kickoff agenda", user_id="u")
+    for query, want in [("project status", [wide.id, plain.id]), ("２０２４", [wide.id]), ("2024", [wide.id]),
+                        ("ＰＲＯＪＥＣＴ ＫＩＣＫＯＦＦ", [plain.id, wide.id]), ("カタカナ", [kana.id]),
+                        ("ｶﾀｶﾅ", [kana.id]), ("final file", [liga.id]), ("ﬁle", [liga.id])]:
+        hits = await db.find(query, mode="fts", user_id="u")
+        assert [h.entry.id for h in hits] == want, query
+
+
 async def test_single_cjk_character_query(db):
     e = await db.add_memory("我喜欢猫", user_id="u")
     hits = await db.find("猫", mode="fts", user_id="u")

@@ -114,3 +114,30 @@ async def test_async_context_manager_and_integrity(db_path):
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()
 
+
+
+async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
+    ab = make_db(db_path)
+    await ab.initialize()
+    wide = await ab.add_memory("Ｄｅｐｌｏｙ ｔｈｅ ｓｔａｇｉｎｇ ｃｌｕｓｔｅｒ 周五", user_id="u")
+    plain = await ab.add_memory("deploy notes in plain ASCII", user_id="u")
+    await ab.close()
+    # Make the file what schema version 4 wrote: keyword text not NFKC-folded, version 5 not recorded.
+    con = sqlite3.connect(db_path)
+    con.execute("UPDATE entries SET fts_text = l2_full WHERE id = ?", (wide.id,))
+    con.execute("DELETE FROM schema_version WHERE version = 5")
+    con.commit()
+    con.close()
+    ab = make_db(db_path)
+    try:
+        await ab.initialize()
+        hits = await ab.find("staging cluster", user_id="u", mode="fts")
+        assert [r.entry.id for r in hits] == [wide.id]
+        assert {r.entry.id for r in await ab.find("deploy", user_id="u", mode="fts")} == {wide.id, plain.id}
+    finally:
+        await ab.close()
+    con = sqlite3.connect(db_path)
+    assert con.execute("SELECT fts_text FROM entries WHERE id = ?", (wide.id,)).fetchone()[0].startswith(
+        "Deploy the staging cluster")
+    assert con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 5
+    con.close()

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from typing import Any
 
 __all__ = ["BM25_K1", "STOPWORDS", "bm25_upper_bound", "common_terms_queries", "document_frequencies",
-           "dropped_only_query", "fts_document", "match_expression", "query_tokens", "select_terms"]
+           "dropped_only_query", "fold", "fts_document", "match_expression", "query_tokens", "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -44,15 +45,28 @@ def _cjk_grams(run: str) -> list[str]:
     return grams
 
 
+def fold(text: str) -> str:
+    """Unicode NFKC normalisation (https://unicode.org/reports/tr15/), applied to indexed text and queries alike.
+
+    It folds the compatibility forms CJK input methods produce into the characters people search with:
+    fullwidth Latin letters and digits (``ｐｒｏｊｅｃｔ２０２４`` -> ``project2024``), halfwidth katakana
+    (``ｶﾀｶﾅ`` -> ``カタカナ``), ligatures (``ﬁle`` -> ``file``) and CJK compatibility ideographs. ASCII text is
+    returned unchanged without work.
+    """
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 def fts_document(text: str) -> str:
-    """Rewrite ``text`` for the FTS5 column: CJK runs become unigrams + bigrams, everything else is kept.
+    """Rewrite ``text`` for the FTS5 column: NFKC-folded (:func:`fold`), then CJK runs become unigrams + bigrams;
+    everything else is kept.
 
     Args:
         text: any Unicode text.
 
     Returns:
-        The text to store in ``entries.fts_text`` (same words for non-CJK scripts).
+        The text to store in ``entries.fts_text`` (the same words for non-CJK scripts).
     """
+    text = fold(text)
     if not _CJK_RUN.search(text):
         return text
     return _CJK_RUN.sub(lambda m: " " + " ".join(_cjk_grams(m.group())) + " ", text)
@@ -61,8 +75,8 @@ def fts_document(text: str) -> str:
 def query_tokens(query: str, *, drop_stopwords: bool = True) -> list[str]:
     """Split a user query into index tokens (lower-cased, deduplicated, in order).
 
-    CJK runs become bigrams (a single CJK character stays a unigram), so a two-character query matches.
-    Stop words are dropped unless that would leave nothing.
+    The query is NFKC-folded like the index (:func:`fold`). CJK runs become bigrams (a single CJK character stays a
+    unigram), so a two-character query matches. Stop words are dropped unless that would leave nothing.
 
     Args:
         query: raw user text.
@@ -72,7 +86,7 @@ def query_tokens(query: str, *, drop_stopwords: bool = True) -> list[str]:
         Tokens such as ``["todo", "rotate"]``; ``[]`` for an empty or punctuation-only query.
     """
     tokens: list[str] = []
-    for match in _TOKEN.finditer(query):
+    for match in _TOKEN.finditer(fold(query)):
         word = match.group()
         if _CJK_RUN.fullmatch(word):
             tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import sqlite3
 import time
@@ -55,6 +56,18 @@ def _load_vec(conn: Any) -> str | None:
     except (AttributeError, *DRIVER_ERRORS) as exc:
         return f"sqlite-vec failed to load: {exc}"
     return None
+
+
+def _fts_source_sql(name: str | None, description: str | None, l2_full: str, tags_json: str | None) -> str:
+    """SQL function ``agentbase_fts_source(name, description, l2_full, tags)`` for migrations that recompute
+    ``entries.fts_text`` (schema version 5)."""
+    from .entries import fts_source
+
+    try:
+        tags = json.loads(tags_json or "[]")
+    except ValueError:
+        tags = []
+    return fts_source(name, description, l2_full or "", [t for t in tags if isinstance(t, str)])
 
 
 def _choose_driver() -> tuple[Callable[..., Any], str]:
@@ -182,6 +195,7 @@ class Database:
             # fail fast and retry with async sleeps for up to busy_timeout_s. The reader is an aiosqlite
             # connection with its own thread and the full busy timeout.
             self.writer = self._connect_raw(WRITER_BUSY_MS)
+            self.writer.create_function("agentbase_fts_source", 4, _fts_source_sql, deterministic=True)
             busy_ms = int(self.busy_timeout_s * 1000)
             self.reader = aiosqlite.Connection(lambda: self._connect_raw(busy_ms), 64)
             await self.reader

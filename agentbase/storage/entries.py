@@ -22,6 +22,7 @@ __all__ = [
     "delete_entry_row",
     "enqueue_job",
     "entry_columns",
+    "fts_source",
     "insert_entries",
     "insert_entry",
     "record_history",
@@ -124,9 +125,14 @@ async def _write_tags(conn: Any, rid: int, tags: list[str]) -> None:
 
 
 def _fts_source(entry: Entry) -> str:
-    # Tags (entity names) and a resource's/skill's name join the text so keyword search reaches them.
-    extra = " ".join(t.removeprefix("ner_").replace("_", " ") for t in entry.tags)
-    parts = [entry.name or "", entry.description or "", entry.l2_full, extra]
+    return fts_source(entry.name, entry.description, entry.l2_full, entry.tags)
+
+
+def fts_source(name: str | None, description: str | None, l2_full: str, tags: list[str]) -> str:
+    """The ``entries.fts_text`` of an entry: its name, description, text and entity names (so keyword search
+    reaches a resource's title and the entities of its tags), through :func:`~agentbase.index.fts.fts_document`."""
+    extra = " ".join(t.removeprefix("ner_").replace("_", " ") for t in tags)
+    parts = [name or "", description or "", l2_full, extra]
     return fts_document("\n".join(p for p in parts if p))
 
 

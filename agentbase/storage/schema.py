@@ -240,5 +240,13 @@ CREATE TRIGGER embeddings_log_ad AFTER DELETE ON embeddings BEGIN
 END;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+# Version 5: keyword text is NFKC-folded (index/fts.py ``fold``): recompute ``fts_text`` where folding changes it
+# (fullwidth Latin, halfwidth katakana, ligatures, ...); the update trigger re-indexes those rows. The function is
+# registered on the writer connection by storage/connection.py.
+_V5 = """
+UPDATE entries SET fts_text = agentbase_fts_source(name, description, l2_full, tags)
+WHERE fts_text IS NOT agentbase_fts_source(name, description, l2_full, tags);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 SCHEMA_VERSION = len(MIGRATIONS)
