@@ -17,6 +17,7 @@ from agentbase.ner import (
     entity_tags,
     tag_for,
 )
+from agentbase.ner.base import mention_pattern
 from agentbase.ner.spacy_extractor import _chunks
 
 HAS_SPACY = SpacyExtractor.available()
@@ -309,3 +310,20 @@ def test_regex_pattern_gates_never_change_the_result(monkeypatch):
     monkeypatch.setattr(rx, "has_cjk", lambda text: True)
     assert [x.extract(t) for t in texts] == gated
     assert any(e.label == "MONEY" for e in gated[3]) and any(e.label == "DATE" for e in gated[1])
+
+
+def test_typographic_and_ascii_apostrophes_are_one_entity():
+    assert tag_for("O’Brien") == tag_for("O'Brien") == tag_for("Oʼbrien".replace("b", "B")) == "ner_O'Brien"
+    assert tag_for("O’Brien’s") == "ner_O'Brien"
+    assert mention_pattern("o'brien").search("met o’brien today")
+    assert mention_pattern("o’brien").search("o'brien called")
+    assert not mention_pattern("o'brien").search("o brien")
+
+
+async def test_query_entity_boosts_both_apostrophe_spellings(db):
+    curly = await db.add_memory("Lunch with Sean O’Brien about the audit", user_id="u")
+    ascii_ = await db.add_memory("Sean O'Brien sent the audit report", user_id="u")
+    assert "ner_Sean_O'Brien" in curly.tags and "ner_Sean_O'Brien" in ascii_.tags
+    hits = await db.find("What did Sean O'Brien say about the audit?", user_id="u", mode="fts")
+    assert {h.entry.id for h in hits} == {curly.id, ascii_.id}
+    assert all(h.score_parts.get("ner_boost", 1.0) > 1.0 for h in hits)

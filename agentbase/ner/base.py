@@ -38,6 +38,10 @@ NON_TAG_LABELS: frozenset[str] = frozenset(
 _MAX_TAG_SOURCE = 64  # characters; longer "entities" are model run-ons
 _WS = re.compile(r"\s+")
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an)\s+")  # lower-case only: "The Beatles" keeps its article
+# Typographic apostrophes (right single quotation mark, modifier letter apostrophe) are the ASCII one in tags and
+# mentions, so "O’Brien" and "O'Brien" are one entity.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+_ANY_APOSTROPHE = "['\u2019\u02bc]"
 _POSSESSIVE = re.compile(r"(?:'s|'|’s|’)$")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _EDGE_PUNCT = "\"'“”‘’`.,;:!?()[]{}<>«»「」『』《》【】（），。、；：！？*_#|/\\-–—"
@@ -91,7 +95,7 @@ class EntityExtractor(Protocol):
 def tag_for(name: str) -> str:
     """Normalise an entity name into its tag, ``ner_<Name>``.
 
-    NFKC-normalises, strips surrounding quotes/punctuation, a lower-case leading article ("the", "a") and a
+    NFKC-normalises, writes typographic apostrophes as ``'``, strips surrounding quotes/punctuation, a lower-case leading article ("the", "a") and a
     trailing possessive ("'s"), then joins words with underscores. Case is preserved ("ner_New_York"); compare
     tags case-insensitively if you need to.
 
@@ -106,7 +110,7 @@ def tag_for(name: str) -> str:
     """
     if not isinstance(name, str):
         raise ValidationError(f"entity name must be a str, got {type(name).__name__}")
-    body = _WS.sub(" ", unicodedata.normalize("NFKC", name)).strip()
+    body = _WS.sub(" ", unicodedata.normalize("NFKC", name)).strip().translate(_APOSTROPHES)
     if body.startswith(TAG_PREFIX):
         body = body[len(TAG_PREFIX):]
     body = body.strip(_EDGE_PUNCT + " ")
@@ -159,11 +163,12 @@ def mention_pattern(name: str) -> re.Pattern[str]:
 
     Returns:
         The pattern, cached per name: ``mention_pattern("new york").search("i love new  york!")`` matches,
-        ``mention_pattern("al").search("also")`` does not.
+        ``mention_pattern("al").search("also")`` does not; apostrophes match in either form (``'`` / ``’``).
     """
     if unsegmented(name):
         return re.compile(re.escape(name))
-    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)")
+    words = (re.escape(w.translate(_APOSTROPHES)).replace("'", _ANY_APOSTROPHE) for w in name.split())
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)")
 
 
 def unsegmented(text: str) -> bool:
