@@ -21,7 +21,8 @@ from .models import ContextType, Message, Scope, Session, utcnow
 from .ner import TAG_PREFIX, entity_tags, tag_for
 from .ner.base import mention_pattern
 from .ingest.tiers import l0_abstract, l1_overview
-from .storage.entries import ENTRY_COLUMNS, entry_columns, insert_entries, insert_entry, record_history, row_to_entry, update_entry_row
+from .storage.entries import (ENTRY_COLUMNS, delete_entry_row, entry_columns, insert_entries, insert_entry,
+                             record_history, row_to_entry, update_entry_row)
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_limit, check_text
 
@@ -113,11 +114,18 @@ async def update_session(ab: Any, session_id: str, *, metadata: dict[str, Any]) 
 async def delete_session(ab: Any, session_id: str, *, delete_memories: bool) -> bool:
     db = await ab._open()
     check_id(session_id, "session_id")
-    if delete_memories:
-        rows = await db.fetchall("SELECT entry_id FROM session_memory_links WHERE session_id = ?", (session_id,))
-        for (entry_id,) in rows:
-            await ab.delete(entry_id)
     async with db.transaction() as conn:
+        if delete_memories:
+            # Only entries no other session links to: a fact this session merely repeated (hardened) still
+            # belongs to the session that stated it first.
+            rows = await (await conn.execute(
+                f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN "
+                f"(SELECT entry_id FROM session_memory_links WHERE session_id = ?) AND id NOT IN "
+                f"(SELECT entry_id FROM session_memory_links WHERE session_id != ?)",
+                (session_id, session_id))).fetchall()
+            now = to_db_time(utcnow())
+            for row in rows:
+                await delete_entry_row(conn, row[0], row_to_entry(row), engine=db.vector_engine, now=now)
         await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
         await conn.execute("DELETE FROM session_memory_links WHERE session_id = ?", (session_id,))
         cur = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))

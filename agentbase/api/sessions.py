@@ -47,10 +47,15 @@ class SessionsAPI:
 
     @bridged
     async def delete_session(self, session_id: str, *, delete_memories: bool = False) -> bool:
-        """Delete a session and its messages; with ``delete_memories`` also the entries committed from it.
+        """Delete a session and its messages, in one transaction; with ``delete_memories`` also the entries
+        committed from it (turns, summary, facts) that no other session links to: a fact another session also
+        stated (hardened there) stays. A deleted fact's previous value becomes current again.
 
         Returns:
             True if the session existed.
+
+        Raises:
+            ValidationError: a malformed id.
         """
         return await _sessions.delete_session(self, session_id, delete_memories=delete_memories)
 

@@ -220,7 +220,19 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
 
 
 async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, now: str) -> None:
-    """Delete the entry, its tags, vector, links and pending job, and record a DELETE event."""
+    """Delete the entry, its tags, vector, links and pending job, and record a DELETE event.
+
+    Facts this entry superseded point at what superseded it instead (None when it was the current value), so
+    deleting the newest value of a fact makes the previous one current again rather than hiding it for good;
+    each such entry gets an UPDATE history event.
+    """
+    replaced = await (await conn.execute("SELECT id FROM entries WHERE superseded_by = ?", (entry.id,))).fetchall()
+    if replaced:
+        await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE superseded_by = ?",
+                           (entry.superseded_by, now, entry.id))
+        for (old_id,) in replaced:
+            await record_history(conn, old_id, "UPDATE", None, None, now,
+                                 {"superseded_by": entry.superseded_by, "reason": f"{entry.id} deleted"})
     await delete_vector(conn, engine, rid)
     await conn.execute("DELETE FROM entries WHERE rid = ?", (rid,))
     await conn.execute("DELETE FROM session_memory_links WHERE entry_id = ?", (entry.id,))
