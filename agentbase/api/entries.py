@@ -46,14 +46,14 @@ class EntriesAPI:
         ner = entity_tags(self.extractor.extract(text)) if self.extractor is not None else []
         return list(dict.fromkeys([*tags, *ner]))
 
-    async def _find_duplicate(self, text_hash: str, context_type: str, owners: dict[str, Any]) -> Entry | None:
-        db = await self._open()
+    async def _find_duplicate(self, conn: Any, text_hash: str, context_type: str,
+                              owners: dict[str, Any]) -> Entry | None:
         sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND context_type = ? AND status='active'"
         params: list[Any] = [text_hash, context_type]
         for key in OWNER_KEYS:
             sql += f" AND {key} IS ?"
             params.append(owners.get(key))
-        row = await db.fetchone(sql + " LIMIT 1", params)
+        row = await (await conn.execute(sql + " LIMIT 1", params)).fetchone()
         return row_to_entry(row) if row else None
 
     @bridged
@@ -137,29 +137,34 @@ class EntriesAPI:
     async def _add(self, content: str, *, dedup: bool, **kw: Any) -> Entry:
         entry = self._build_entry(content, **kw)
         db = await self._open()
-        if dedup:
-            existing = await self._find_duplicate(entry.content_hash, entry.context_type.value,
-                                                  {k: getattr(entry, k) for k in OWNER_KEYS})
-            if existing is not None:
-                return await self._harden(existing)
-        if kw.get("entry_id") is not None and await db.fetchone("SELECT 1 FROM entries WHERE id = ?", (entry.id,)):
-            raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
+        # The duplicate and id checks run inside the write transaction: of concurrent adds of one text, the first
+        # inserts and the others harden it; of two adds with one entry_id, the second gets the ValidationError.
         async with db.transaction() as conn:
+            if dedup:
+                existing = await self._find_duplicate(conn, entry.content_hash, entry.context_type.value,
+                                                      {k: getattr(entry, k) for k in OWNER_KEYS})
+                if existing is not None:
+                    return await self._harden(conn, existing)
+            if kw.get("entry_id") is not None and \
+                    await (await conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry.id,))).fetchone():
+                raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
             await insert_entry(conn, entry, fact_key=None, embed=self._embed_enabled())
         self._notify()
         return entry
 
-    async def _harden(self, entry: Entry) -> Entry:
-        """A repeated fact raises confidence by ``ingest.confidence_step`` (capped at 1.0)."""
-        db = await self._open()
+    async def _harden(self, conn: Any, entry: Entry) -> Entry:
+        """A repeated fact raises confidence by ``ingest.confidence_step`` (capped at 1.0), inside the caller's
+        write transaction ``conn``."""
         step = self.settings.ingest.confidence_step
-        new_conf = min(1.0, entry.confidence + step)
-        async with db.transaction() as conn:
-            await conn.execute("UPDATE entries SET confidence = ?, updated_at = ? WHERE id = ?",
-                               (new_conf, to_db_time(utcnow()), entry.id))
-        return entry.model_copy(update={"confidence": new_conf})
+        now = utcnow()
+        await conn.execute("UPDATE entries SET confidence = MIN(1.0, confidence + ?), updated_at = ? WHERE id = ?",
+                           (step, to_db_time(now), entry.id))
+        return entry.model_copy(update={"confidence": min(1.0, entry.confidence + step), "updated_at": now})
 
-    async def _row(self, entry_id: str, owners: dict[str, Any] | None = None) -> tuple[int, Entry] | None:
+    async def _row(self, entry_id: str, owners: dict[str, Any] | None = None,
+                   conn: Any = None) -> tuple[int, Entry] | None:
+        """The entry's rowid and model, for these owners; read on ``conn`` (a write transaction, so the row cannot
+        change before the caller writes) when given, else on the reader connection."""
         db = await self._open()
         check_id(entry_id, "entry_id")
         sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?"
@@ -168,7 +173,8 @@ class EntriesAPI:
             if value is not None:
                 sql += f" AND {key} = ?"
                 params.append(check_id(value, key))
-        row = await db.fetchone(sql, params)
+        row = await (await conn.execute(sql, params)).fetchone() if conn is not None else \
+            await db.fetchone(sql, params)
         return (row[0], row_to_entry(row)) if row else None
 
     @bridged
@@ -232,18 +238,17 @@ class EntriesAPI:
             NotFoundError: no such entry for these owners.
             ValidationError: bad values (nothing is written).
         """
-        found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id})
-        if found is None:
-            raise NotFoundError(f"entry {entry_id!r} not found")
-        rid, old = found
+        # Validate everything first (nothing is written on bad input), then read the row inside the write
+        # transaction: a concurrent delete or update of the same entry cannot slip in between.
+        check_id(entry_id, "entry_id")
         changes: dict[str, Any] = {"updated_at": utcnow()}
-        user_tags = check_tags(tags) if tags is not None else [t for t in old.tags if not t.startswith("ner_")]
+        new_tags = check_tags(tags) if tags is not None else None
+        ner_tags: list[str] = []
         if content is not None:
             check_text(content)
+            ner_tags = self._tags_for(content, [])
             changes.update(l2_full=content, l0_abstract=l0_abstract(content), l1_overview=l1_overview(content),
-                           content_hash=content_hash(content), tags=self._tags_for(content, user_tags))
-        elif tags is not None:
-            changes["tags"] = list(dict.fromkeys([*user_tags, *(t for t in old.tags if t.startswith("ner_"))]))
+                           content_hash=content_hash(content))
         if metadata is not None:
             if not isinstance(metadata, dict):
                 raise ValidationError("metadata must be a dict")
@@ -261,9 +266,18 @@ class EntriesAPI:
             if status not in ("active", "archived"):
                 raise ValidationError("status must be 'active' or 'archived'")
             changes["status"] = status
-        new = old.model_copy(update=changes)
         db = await self._open()
         async with db.transaction() as conn:
+            found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id}, conn)
+            if found is None:
+                raise NotFoundError(f"entry {entry_id!r} not found")
+            rid, old = found
+            user_tags = new_tags if new_tags is not None else [t for t in old.tags if not t.startswith("ner_")]
+            if content is not None:
+                changes["tags"] = list(dict.fromkeys([*user_tags, *ner_tags]))
+            elif new_tags is not None:
+                changes["tags"] = list(dict.fromkeys([*user_tags, *(t for t in old.tags if t.startswith("ner_"))]))
+            new = old.model_copy(update=changes)
             await update_entry_row(conn, rid, old, new, engine=db.vector_engine, embed=self._embed_enabled())
         self._notify()
         return new
@@ -278,11 +292,12 @@ class EntriesAPI:
         Raises:
             ValidationError: a malformed id.
         """
-        found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id})
-        if found is None:
-            return False
         db = await self._open()
-        async with db.transaction() as conn:
+        check_id(entry_id, "entry_id")
+        async with db.transaction() as conn:  # read inside: of two concurrent deletes, one finds nothing
+            found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id}, conn)
+            if found is None:
+                return False
             await delete_entry_row(conn, found[0], found[1], engine=db.vector_engine, now=to_db_time(utcnow()))
         return True
 
@@ -304,9 +319,9 @@ class EntriesAPI:
                                   "context_type, category or tags")
         db = await self._open()
         where, params = f.where()
-        rows = await db.fetchall(f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {where}", params)
         now = to_db_time(utcnow())
         async with db.transaction() as conn:
+            rows = await (await conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {where}", params)).fetchall()
             for row in rows:
                 await delete_entry_row(conn, row[0], row_to_entry(row), engine=db.vector_engine, now=now)
         return len(rows)
