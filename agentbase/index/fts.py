@@ -91,7 +91,9 @@ def query_tokens(query: str, *, drop_stopwords: bool = True) -> list[str]:
         if _CJK_RUN.fullmatch(word):
             tokens.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
         else:
-            tokens.append(word.casefold())
+            # lower(), not casefold(): FTS5's unicode61 folds case one character at a time, so "straße" is indexed
+            # as "straße"; casefold() would search "strasse" and never find it.
+            tokens.append(word.lower())
     seen: dict[str, None] = dict.fromkeys(tokens)
     tokens = list(seen)
     if drop_stopwords:
