@@ -6,8 +6,8 @@ Strength follows the exponential forgetting curve (Ebbinghaus 1885) with spaced-
 
 ``age`` is the time since the memory was last recalled (``last_accessed_at``), else since it was created
 (``created_at``); ``tau0`` is the time constant of a memory never recalled (default 30 days; after ``tau0`` an
-unrecalled memory has strength ``1/e`` = 0.37). Every recall (:meth:`AgentBase.recall`, which is
-``record_access``) multiplies ``tau`` by 1.5 and restarts the clock, the same shape as the stability growth in
+unrecalled memory has strength ``1/e`` = 0.37). Every recall (:meth:`AgentBase.recall`, and each result of
+``find()`` while ``retrieval.count_recalls`` is on) multiplies ``tau`` by 1.5 and restarts the clock, the same shape as the stability growth in
 MemoryBank (Zhong et al., AAAI 2024). A decay pass archives memories whose strength fell below a threshold
 (``status='archived'``: kept in the file, its history and indexes, but hidden from ``find``/``list`` by default)
 or, with ``purge``, deletes them. Archive and unarchive record an ``UPDATE`` history event.
