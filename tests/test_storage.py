@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from agentbase import AgentBase, DimensionMismatchError, SchemaVersionError, SyncAgentBase, UsageError
+from agentbase import AgentBase, DimensionMismatchError, SchemaVersionError, SyncAgentBase, UsageError, load_settings
 from agentbase.storage import SCHEMA_VERSION, open_database
 
 from tests.conftest import make_db
@@ -141,3 +141,25 @@ async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
         "Deploy the staging cluster")
     assert con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 5
     con.close()
+
+
+async def test_entries_written_without_an_embedder_get_vectors_once_one_is_configured(db_path):
+    first = make_db(db_path)
+    await first.initialize()
+    await first.add_memory("hash era apple", user_id="u")
+    await first.flush()
+    await first.close()
+    keyword_only = AgentBase(db_path, settings=load_settings(ner="regex"), embedder="none")
+    await keyword_only.initialize()
+    late = await keyword_only.add_memory("keyword era banana", user_id="u")
+    assert (await keyword_only.stats())["jobs"] == {"done": 1, "pending": 1}  # queued, nothing runs it
+    await keyword_only.close()
+    again = make_db(db_path)
+    await again.initialize()
+    try:
+        assert await again.flush() == 0
+        hits = await again.find("keyword era banana", user_id="u", mode="vector", top_k=1)
+        assert [h.entry.id for h in hits] == [late.id]
+        assert (await again.stats())["embeddings"] == 2
+    finally:
+        await again.close()

@@ -34,9 +34,10 @@ class EntriesAPI:
 
     # ------------------------------------------------------------------ entries
     def _embed_enabled(self) -> bool:
-        # Jobs are queued even while the stored vectors have another dimension: the worker is paused then, and
-        # the jobs run once the file is reopened with the matching embedder (or after `reindex`).
-        return self.embedder is not None
+        # Jobs are queued even with no embedder configured, or while the stored vectors have another dimension:
+        # nothing runs them then, and they run once the file is opened with an embedder that fits (or after
+        # `reindex`), so entries written in a keyword-only period still get their vectors.
+        return True
 
     def _notify(self) -> None:
         if self.worker is not None:
