@@ -22,7 +22,7 @@ from .embeddings import create_embedder
 from .errors import DimensionMismatchError, StorageError, UsageError, ValidationError
 from .index.matrix import VectorMatrix
 from .index.vector import VEC_TABLE, create_vec_table
-from .ingest.worker import EmbeddingWorker
+from .ingest.worker import EmbeddingWorker, pending_embed_jobs
 from .models import SearchResult, Trace, utcnow
 from .ner import create_extractor
 from .observability import TraceBuffer, load_trace
@@ -294,14 +294,15 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             timeout: seconds; None waits as long as jobs make progress.
 
         Returns:
-            Number of jobs still pending (0 unless the timeout expired or vectors are disabled).
+            Number of embedding jobs still pending: 0 unless the timeout expired, or no embedder can run them (none
+            configured, or the file's vectors have another dimension; they then wait for one that fits, at once).
 
         Raises:
             UsageError: this AgentBase was closed while waiting.
         """
         await self._ensure()
         if self.worker is None or not self.worker.enabled:
-            return 0
+            return await pending_embed_jobs(self.db)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:

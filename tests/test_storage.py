@@ -153,6 +153,7 @@ async def test_entries_written_without_an_embedder_get_vectors_once_one_is_confi
     await keyword_only.initialize()
     late = await keyword_only.add_memory("keyword era banana", user_id="u")
     assert (await keyword_only.stats())["jobs"] == {"done": 1, "pending": 1}  # queued, nothing runs it
+    assert await keyword_only.flush() == 1  # and flush() says so instead of 0
     await keyword_only.close()
     again = make_db(db_path)
     await again.initialize()

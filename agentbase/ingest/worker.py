@@ -25,7 +25,7 @@ from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
 from ..timeutil import to_db_time
 
-__all__ = ["EmbeddingWorker", "embed_text"]
+__all__ = ["EmbeddingWorker", "embed_text", "pending_embed_jobs"]
 
 log = logging.getLogger("agentbase.jobs")
 
@@ -43,6 +43,16 @@ def embed_text(name: str | None, description: str | None, l2_full: str, *, categ
     if category == "turn" and not turn_context:
         description = None
     return "\n".join(p for p in (name, description, l2_full) if p)
+
+
+async def pending_embed_jobs(db: Any) -> int:
+    """Number of ``embed`` jobs in the file not yet done or failed (``pending`` or ``running``).
+
+    Raises:
+        StorageError: the query failed.
+    """
+    row = await db.fetchone("SELECT COUNT(*) FROM jobs WHERE kind = 'embed' AND status IN ('pending', 'running')")
+    return int(row[0])
 
 
 def _sha(text: str) -> str:
@@ -118,9 +128,7 @@ class EmbeddingWorker:
 
     async def pending(self) -> int:
         """Number of embed jobs not yet done or failed."""
-        row = await self.db.fetchone(
-            "SELECT COUNT(*) FROM jobs WHERE kind = 'embed' AND status IN ('pending', 'running')")
-        return int(row[0])
+        return await pending_embed_jobs(self.db)
 
     async def run_once(self) -> int:
         """Claim and process one batch of due jobs.
