@@ -180,20 +180,22 @@ def stats(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 
 
 @app.command()
-def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt) -> None:
+def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Rebuild FTS and re-embed every entry with the configured embedder."""
     async def go() -> Any:
         async with _db(db, embedder, existing=True) as ab:
             out = await ab.reindex()
+            if not ab.embedding_enabled:
+                return out
             with _progress() as prog:
                 task = prog.add_task("embedding", total=out["jobs"])
                 while True:
                     left = await ab.flush(timeout=2)
                     prog.update(task, completed=out["jobs"] - left)
-                    if left == 0:
+                    if left == 0 or not ab.embedding_enabled:
                         break
             return out
-    _out(_run(go()), False)
+    _out(_run(go()), as_json)
 
 
 @app.command()
@@ -291,17 +293,20 @@ async def _ingest_all(ab: Any, convs: list[Any]) -> dict[str, int]:
                     total[k] += counts[k]
                 prog.advance(task)
         pending = await ab.flush(timeout=0)
-        jt = prog.add_task("embed", total=pending or 1)
-        while pending:
-            pending = await ab.flush(timeout=1)
-            prog.update(jt, completed=(prog.tasks[jt].total or 0) - pending)
-        prog.update(jt, completed=prog.tasks[jt].total)
+        if ab.embedding_enabled:
+            jt = prog.add_task("embed", total=pending or 1)
+            while pending:
+                pending = await ab.flush(timeout=1)
+                prog.update(jt, completed=(prog.tasks[jt].total or 0) - pending)
+            prog.update(jt, completed=prog.tasks[jt].total)
+    if pending:  # no embedder can run them here: they wait in the file for one that can
+        total["embedding_jobs_queued"] = pending
     return total
 
 
 @import_app.command("longmemeval")
 def import_longmemeval(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help="Questions to import."),
-                       embedder: Optional[str] = EmbOpt) -> None:
+                       embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Import the haystacks of the first LIMIT LongMemEval questions (sessions keep their dates)."""
     from .datasets import load_json, longmemeval_conversation
 
@@ -309,12 +314,12 @@ def import_longmemeval(file: Path, db: str = DbOpt, limit: int = typer.Option(1,
         data = load_json(file)[:limit]
         async with _db(db, embedder) as ab:
             return await _ingest_all(ab, [longmemeval_conversation(r) for r in data])
-    _out(_run(go()), False)
+    _out(_run(go()), as_json)
 
 
 @import_app.command("locomo")
 def import_locomo(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help="Conversations to import."),
-                  embedder: Optional[str] = EmbOpt) -> None:
+                  embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Import LoCoMo conversations (speakers as message names, session dates as times)."""
     from .datasets import load_json, locomo_conversations
 
@@ -322,7 +327,7 @@ def import_locomo(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help
         convs = list(locomo_conversations(load_json(file)))[:limit]
         async with _db(db, embedder) as ab:
             return await _ingest_all(ab, convs)
-    _out(_run(go()), False)
+    _out(_run(go()), as_json)
 
 
 @app.command()

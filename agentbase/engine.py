@@ -355,6 +355,12 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             "size_bytes": self.path.stat().st_size if self.path.exists() else 0,
         }
 
+    @property
+    def embedding_enabled(self) -> bool:
+        """Whether queued embedding jobs run in this process: an embedder is configured and fits the file's vectors
+        (False before :meth:`initialize`). While False, :meth:`flush` returns the queued count at once."""
+        return self.worker is not None and self.worker.enabled
+
     def degrade_reason(self) -> str | None:
         """Why vector search is reduced or off, or None when it runs at full strength."""
         if self.embedder is None:

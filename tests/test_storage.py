@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,23 @@ async def test_entries_written_without_an_embedder_get_vectors_once_one_is_confi
         assert (await again.stats())["embeddings"] == 2
     finally:
         await again.close()
+
+
+def test_cli_import_without_an_embedder_reports_queued_jobs_and_returns(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    locomo = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+    if not locomo.exists():
+        pytest.skip(f"LoCoMo data not found at {locomo}")
+    db = tmp_path / "t.db"
+    # --embedder none queues the jobs; the command must not wait for them (it looped forever before).
+    out = subprocess.run([sys.executable, "-m", "agentbase.cli", "import", "locomo", str(locomo), "--db", str(db),
+                          "--embedder", "none", "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["embedding_jobs_queued"] > 0 and res["entries"] >= res["embedding_jobs_queued"]
+    out = subprocess.run([sys.executable, "-m", "agentbase.cli", "reindex", "--db", str(db), "--embedder", "none",
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
