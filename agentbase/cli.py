@@ -282,7 +282,7 @@ def _progress() -> Progress:
 async def _ingest_all(ab: Any, convs: list[Any]) -> dict[str, int]:
     from .datasets import ingest_conversation
 
-    total = {"sessions": 0, "messages": 0, "entries": 0}
+    total = {"sessions": 0, "messages": 0, "entries": 0, "sessions_existing": 0}
     with _progress() as prog:
         task = prog.add_task("ingest", total=sum(len(c.sessions) for c in convs))
         for c in convs:

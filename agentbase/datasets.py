@@ -128,12 +128,23 @@ async def ingest_conversation(db: Any, conv: Conversation, *, user_id: str | Non
         conv: the conversation.
         user_id: owner id (default ``conv.user_id``).
 
+    Importing the same conversation again adds nothing: a session that already holds messages is not written
+    again (only committed, which stores what an interrupted import left uncommitted) and is counted in
+    ``sessions_existing``.
+
     Returns:
-        ``{"sessions": n, "messages": n, "entries": n}``.
+        ``{"sessions": n, "messages": n, "entries": n, "sessions_existing": n}``: sessions, messages and entries
+        written by this call.
     """
     owner = user_id or conv.user_id
-    counts = {"sessions": 0, "messages": 0, "entries": 0}
+    counts = {"sessions": 0, "messages": 0, "entries": 0, "sessions_existing": 0}
     for s in conv.sessions:
+        if await db.get_session(s.session_id) is not None and await db.get_messages(s.session_id, limit=1):
+            result = await db.commit_session(s.session_id)
+            counts["sessions_existing"] += 1
+            counts["messages"] += result["messages"]
+            counts["entries"] += result["turns"] + result["facts_added"] + (1 if result["summary_id"] else 0)
+            continue
         await db.create_session(session_id=s.session_id, user_id=owner, created_at=s.date,
                                 metadata={"source_session_id": s.session_id, "date": s.date.isoformat()})
         if s.turns:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
+from .errors import UsageError
 from .datasets import Conversation, SessionData, load_json, locomo_conversations, longmemeval_conversation
 
 __all__ = ["SAMPLE", "run_demo", "sample_conversation"]
@@ -70,16 +72,41 @@ def _load(data: Path | None) -> tuple[Conversation, str]:
     raise ConfigError(f"{data} is neither a LongMemEval nor a LoCoMo file")
 
 
+_DEMO_MARK = ("created_by", "agentbase demo")
+
+
+def _is_demo_file(path: str) -> bool:
+    """Whether ``path`` is an SQLite file holding the demo's mark (read-only check)."""
+    try:
+        con = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (_DEMO_MARK[0],)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return row is not None and row[0] == _DEMO_MARK[1]
+
+
 async def run_demo(data: Path | None, db_path: str, questions: int, embedder: str | None, console: Any,
                    ingest_all: Any, print_trace: Any) -> None:
-    """Build ``db_path`` from the conversation (replacing an older demo file) and answer questions."""
+    """Build ``db_path`` from the conversation (replacing an older demo file) and answer questions.
+
+    Raises:
+        UsageError: ``db_path`` exists and is not a file an earlier demo wrote (it is never deleted then).
+    """
     from .engine import AgentBase
 
     conv, label = _load(data)
+    if Path(db_path).exists() and not _is_demo_file(db_path):
+        raise UsageError(f"{db_path} exists and was not written by `agentbase demo`; it is left untouched. "
+                         f"Pass another --db (the demo rebuilds its file on every run).")
     for suffix in ("", "-wal", "-shm"):
         Path(db_path + suffix).unlink(missing_ok=True)
     ab = AgentBase(db_path, embedder=embedder) if embedder else AgentBase(db_path)
     async with ab:
+        async with ab.db.transaction() as conn:
+            await conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", _DEMO_MARK)
         stats = await ab.stats()
         console.print(f"[bold]AgentBase demo[/bold]: {label}")
         console.print(f"database {db_path}; embedder {stats['embedder']}; vector engine {stats['vector_engine']}; "

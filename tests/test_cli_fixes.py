@@ -109,3 +109,33 @@ def test_read_commands_do_not_create_a_missing_database(tmp_path):
         assert result.exit_code == 2, (args, result.output)
         assert "no database at" in result.output
     assert not missing.exists()
+
+
+def test_demo_never_deletes_a_database_it_did_not_write(cli):
+    assert cli("add", "precious memory I must not lose").exit_code == 0
+    res = cli("demo")
+    assert res.exit_code != 0 and "not written by `agentbase demo`" in res.output
+    found = cli("find", "precious memory", "--mode", "fts", "--json")
+    assert "precious memory I must not lose" in found.output
+
+
+def test_demo_rebuilds_its_own_file(tmp_path):
+    runner = CliRunner()
+    path = str(tmp_path / "demo.db")
+    for _ in range(2):
+        res = runner.invoke(app, ["demo", "--db", path], env=ENV)
+        assert res.exit_code == 0, res.output
+
+
+def test_importing_the_same_file_twice_adds_nothing(cli):
+    from pathlib import Path
+
+    locomo = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+    if not locomo.exists():
+        pytest.skip(f"LoCoMo data not found at {locomo}")
+    first = json.loads(cli("import", "locomo", str(locomo), "--json").stdout)
+    second = json.loads(cli("import", "locomo", str(locomo), "--json").stdout)
+    assert first["messages"] > 0 and first["sessions_existing"] == 0
+    assert second == {"sessions": 0, "messages": 0, "entries": 0, "sessions_existing": first["sessions"]}
+    stats = json.loads(cli("stats", "--json").stdout)
+    assert stats["messages"] == first["messages"] and stats["entries_total"] == first["entries"]
