@@ -87,3 +87,14 @@ async def test_concurrent_adds_with_one_entry_id_give_a_validation_error(db):
                                          return_exceptions=True)
     assert first.id == "fixed" and isinstance(second, ValidationError)
     assert (await db.get("fixed")).l2_full == "a"
+
+
+async def test_an_edited_fact_is_not_superseded_by_a_later_value_of_the_old_fact(db):
+    await _session_saying(db, "a", "My favorite color is blue.")
+    fact = (await db.list(user_id="a", category="preference"))[0]
+    await db.update(fact.id, "Alice's cat is named Whiskers", category="possession")
+    await _session_saying(db, "a", "My favorite color is green.")
+    edited = await db.get(fact.id)
+    assert edited.superseded_by is None
+    assert [h.entry.id for h in await db.find("cat named Whiskers", user_id="a", mode="fts")][:1] == [fact.id]
+    assert await _prefs(db, "a") == ["User's favorite color is green"]

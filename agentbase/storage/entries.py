@@ -209,6 +209,9 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
     if new.tags != old.tags:
         await _write_tags(conn, rid, new.tags)
     if new.l2_full != old.l2_full:
+        # New text no longer states the extracted fact it came from: a later value of that fact must not
+        # supersede it.
+        await conn.execute("UPDATE entries SET fact_key = NULL WHERE rid = ?", (rid,))
         await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now)
         await delete_vector(conn, engine, rid)
         if embed:
