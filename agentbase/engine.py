@@ -245,6 +245,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 ``retrieval.max_query_chars`` (10,000), or a reranker that is not callable.
             UsageError: the reranker returned another number of scores than candidates, or a non-number.
             DimensionMismatchError: ``mode="vector"`` while the stored vectors have another dimension.
+            UsageError: ``mode="vector"`` with no embedder configured.
         """
         if mode not in ("hybrid", "fts", "vector"):
             raise ValidationError("mode must be 'hybrid', 'fts' or 'vector'")
@@ -263,6 +264,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         f = _filters(filters)
         f.where()  # validate before any work
         await self._ensure()
+        if mode == "vector" and self.embedder is None:
+            raise UsageError("mode='vector' needs an embedder and none is configured (embedder provider 'none'): "
+                             "use mode='hybrid' or 'fts' (keyword search), or configure an embedder")
         params = FindParams(query=query, top_k=top_k, mode=mode, strategy=strategy, token_budget=token_budget,
                             reference_time=parse_time(reference_time) or utcnow(), filters=f,
                             trace=self.settings.retrieval.trace if trace is None else trace,

@@ -140,7 +140,9 @@ def _prepare(raw: Any) -> dict[str, Any]:
     role = raw.get("role")
     if not isinstance(role, str) or not role.strip() or len(role) > 64:
         raise ValidationError("message role must be a non-empty string of at most 64 characters")
-    content = check_text(raw.get("content", ""), "message content", allow_empty=True)
+    # An assistant message that only calls tools has content None in the OpenAI chat format: stored as "".
+    content = raw.get("content")
+    content = check_text("" if content is None else content, "message content", allow_empty=True)
     tool_calls = raw.get("tool_calls")
     if tool_calls is not None and (not isinstance(tool_calls, list) or
                                    not all(isinstance(t, dict) for t in tool_calls)):

@@ -26,6 +26,21 @@ async def test_identical_timestamps_keep_insertion_order_and_tool_calls_round_tr
     assert [m.content for m in await db.get_messages(s.id, order="desc", limit=2)] == ["fourth", "12C"]
 
 
+async def test_openai_tool_call_message_with_null_content_is_accepted(db):
+    s = await db.create_session(user_id="u")
+    call = [{"id": "call_9", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+    await db.add_messages(s.id, [{"role": "user", "content": "weather in Oslo?"},
+                                 {"role": "assistant", "content": None, "tool_calls": call},
+                                 {"role": "tool", "content": "sunny", "tool_call_id": "call_9"}])
+    msgs = await db.get_messages(s.id)
+    assert [(m.role, m.content) for m in msgs] == [("user", "weather in Oslo?"), ("assistant", ""), ("tool", "sunny")]
+    assert msgs[1].tool_calls == call
+    for bad in (0, False, 5):  # only None means "no text"
+        with pytest.raises(ValidationError):
+            await db.add_messages(s.id, [{"role": "assistant", "content": bad}])
+    assert len(await db.get_messages(s.id)) == 3
+
+
 async def test_empty_batch_and_bad_messages_write_nothing(db):
     s = await db.create_session(user_id="u")
     assert await db.add_messages(s.id, []) == []

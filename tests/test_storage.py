@@ -185,3 +185,15 @@ def test_cli_import_without_an_embedder_reports_queued_jobs_and_returns(tmp_path
     out = subprocess.run([sys.executable, "-m", "agentbase.cli", "reindex", "--db", str(db), "--embedder", "none",
                           "--json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+async def test_vector_mode_without_an_embedder_is_a_usage_error(db_path):
+    ab = AgentBase(db_path, settings=load_settings(ner="regex"), embedder="none")
+    await ab.initialize()
+    try:
+        await ab.add_memory("green tea in the morning", user_id="u")
+        with pytest.raises(UsageError, match="needs an embedder"):
+            await ab.find("green tea", user_id="u", mode="vector")
+        assert [r.entry.l2_full for r in await ab.find("green tea", user_id="u")] == ["green tea in the morning"]
+    finally:
+        await ab.close()
