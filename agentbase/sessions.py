@@ -71,8 +71,14 @@ async def create_session(ab: Any, *, session_id: str | None, user_id: str | None
             f"INSERT INTO sessions({_SESSION_COLS}) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 0) "
             "ON CONFLICT(id) DO NOTHING",
             (sid, user_id, agent_id, project_id, json.dumps(meta, ensure_ascii=False), now, now))
-    session = await get_session(ab, sid)
-    assert session is not None
+        row = await (await conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (sid,))).fetchone()
+    session = _session(row)
+    # An existing id is returned as it is, but never to another owner: "get or create" must not hand user B the
+    # session (and messages) of user A.
+    for key, value in (("user_id", user_id), ("agent_id", agent_id), ("project_id", project_id)):
+        stored = getattr(session, key)
+        if value is not None and stored is not None and stored != value:
+            raise ValidationError(f"session {sid!r} exists with another {key}; pick another session_id")
     return session
 
 

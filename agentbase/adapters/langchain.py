@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentbase import AgentBase, resolve_db
+from agentbase.adapters._owners import foreign_owner
 from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
 
@@ -194,10 +195,36 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
     def _session_kwargs(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "user_id": self.user_id, "agent_id": self.agent_id}
 
+    def _owner_error(self, session: Any) -> NotFoundError | None:
+        key = foreign_owner(session, self.user_id, self.agent_id)
+        return NotFoundError(f"session {self.session_id!r} belongs to another {key} than this history's") \
+            if key else None
+
+    def _scoped(self) -> bool:
+        return self.user_id is not None or self.agent_id is not None
+
+    def _check_owner(self) -> None:
+        """Writes: raise NotFoundError when the session belongs to another user/agent than this history's."""
+        if self._scoped():
+            error = self._owner_error(self._aio.sync.get_session(self.session_id))
+            if error is not None:
+                raise error
+
+    async def _acheck_owner(self) -> None:
+        if self._scoped():
+            error = self._owner_error(await self._aio.get_session(self.session_id))
+            if error is not None:
+                raise error
+
     # ------------------------------------------------------------------ reads
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        """A new list with the session's messages in insertion order (``[]`` for an unknown session)."""
+        """A new list with the session's messages in insertion order (``[]`` for an unknown session).
+
+        A session of another ``user_id``/``agent_id`` than this history's reads as unknown (``[]``).
+        """
+        if self._scoped() and self._owner_error(self._aio.sync.get_session(self.session_id)):
+            return []
         return [row_to_message(m) for m in self._aio.sync.get_messages(self.session_id)]
 
     async def aget_messages(self) -> list[BaseMessage]:
@@ -206,6 +233,8 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         Returns:
             A new list of the session's messages in insertion order.
         """
+        if self._scoped() and self._owner_error(await self._aio.get_session(self.session_id)):
+            return []
         return [row_to_message(m) for m in await self._aio.get_messages(self.session_id)]
 
     # ------------------------------------------------------------------ writes
@@ -222,6 +251,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         rows = [message_to_row(m) for m in messages]
         if not rows:
             return
+        self._check_owner()
         sync = self._aio.sync
         try:
             sync.add_messages(self.session_id, rows)
@@ -238,6 +268,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         rows = [message_to_row(m) for m in messages]
         if not rows:
             return
+        await self._acheck_owner()
         try:
             await self._aio.add_messages(self.session_id, rows)
         except NotFoundError:
@@ -251,15 +282,18 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
             messages: the new conversation (may be empty).
         """
         rows = [message_to_row(m) for m in messages]
+        self._check_owner()
         self._aio.sync.create_session(**self._session_kwargs())
         self._aio.sync.replace_messages(self.session_id, rows)
 
     def clear(self) -> None:
         """Delete every message of the session (the session and its committed memories stay)."""
+        self._check_owner()
         self._aio.sync.clear_messages(self.session_id)
 
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
+        await self._acheck_owner()
         await self._aio.clear_messages(self.session_id)
 
     def close(self) -> None:

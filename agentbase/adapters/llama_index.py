@@ -19,6 +19,7 @@ import json
 from typing import Any, List, Optional, TypeVar
 
 from agentbase import AgentBase, resolve_db, run_sync
+from agentbase.adapters._owners import foreign_owner
 from agentbase.errors import MissingDependencyError, NotFoundError
 from agentbase.models import Message
 
@@ -129,6 +130,17 @@ class _SessionsMixin:
         if self._db is not None and self._owned:
             run_sync(self._db.close())
 
+    async def _foreign(self, key: str) -> bool:
+        """Whether ``key`` is a session of another user_id/agent_id than this store's: it reads as unknown, and
+        writes to it raise (the store never touches another owner's conversation)."""
+        if (self.user_id is None and self.agent_id is None) or key in self._known:
+            return False
+        return foreign_owner(await self.db.get_session(key), self.user_id, self.agent_id) is not None
+
+    async def _messages(self, key: str, **kwargs: Any) -> list[Message]:
+        """``db.get_messages(key, ...)``, or ``[]`` for another owner's session."""
+        return [] if await self._foreign(key) else await self.db.get_messages(key, **kwargs)
+
     async def _ensure(self, key: str) -> None:
         """Create the session for ``key`` (owned by user_id/agent_id) and flag it as a chat-store key."""
         session = await self.db.create_session(session_id=key, user_id=self.user_id, agent_id=self.agent_id,
@@ -153,10 +165,11 @@ class _SessionsMixin:
         await self.db.replace_messages(key, rows)
 
     async def _drop(self, key: str) -> Optional[List[Message]]:
-        """Delete the session of ``key``; return its messages, or None if it did not exist."""
-        if await self.db.get_session(key) is None:
+        """Delete the session of ``key``; return its messages, or None if it did not exist (or is another
+        owner's)."""
+        if await self.db.get_session(key) is None or await self._foreign(key):
             return None
-        rows = await self.db.get_messages(key)
+        rows = await self._messages(key)
         await self.db.delete_session(key)
         self._known.discard(key)
         return rows
@@ -165,11 +178,11 @@ class _SessionsMixin:
         """The message at list position ``idx`` (Python semantics, negatives count from the end) or None."""
         if status is None and -_MAX_READ <= idx < _MAX_READ:  # read only as far as the position
             if idx >= 0:
-                rows = await self.db.get_messages(key, limit=idx + 1)
+                rows = await self._messages(key, limit=idx + 1)
                 return rows[idx] if len(rows) > idx else None
-            rows = await self.db.get_messages(key, order="desc", limit=-idx)
+            rows = await self._messages(key, order="desc", limit=-idx)
             return rows[-1] if len(rows) >= -idx else None
-        rows = [m for m in await self.db.get_messages(key) if status is None or _status(m) == status]
+        rows = [m for m in await self._messages(key) if status is None or _status(m) == status]
         return rows[idx] if -len(rows) <= idx < len(rows) else None
 
     async def _keys(self) -> List[str]:
@@ -231,7 +244,7 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
 
     async def aget_messages(self, key: str) -> List[ChatMessage]:
         """Messages of ``key`` in insertion order; ``[]`` for an unknown key."""
-        return [row_to_message(m) for m in await self.db.get_messages(key)]
+        return [row_to_message(m) for m in await self._messages(key)]
 
     async def async_add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
         """Append ``message`` (or insert it at list position ``idx``, as ``list.insert`` does)."""
@@ -239,7 +252,7 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
         if idx is None:
             await self._append(key, [row])
             return
-        rows = [_row_dict(m) for m in await self.db.get_messages(key)]
+        rows = [_row_dict(m) for m in await self._messages(key)]
         rows.insert(idx, row)
         await self._replace(key, rows)
 
@@ -335,7 +348,7 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
         return "AgentBaseDBChatStore"
 
     async def _rows(self, key: str, status: Optional[MessageStatus]) -> List[Message]:
-        rows = await self.db.get_messages(key)
+        rows = await self._messages(key)
         return rows if status is None else [m for m in rows if _status(m) == MessageStatus(status).value]
 
     async def get_messages(self, key: str, status: Optional[MessageStatus] = MessageStatus.ACTIVE,

@@ -15,6 +15,7 @@ from typing import Any
 
 from agentbase.errors import StorageError, UsageError
 
+from ._owners import foreign_owner
 from ._openai_rules import (RESERVED, OpenAIValidationError, _check_metadata, _check_object, _check_page,
                             _conversation_obj, _envelope, _item_obj, _items_input, _join, _message_obj, _new_id,
                             _NotFound, _require, _split, _thread_message_input, _thread_obj, _thread_visible, _ts)
@@ -59,7 +60,8 @@ class AsyncOpenAIAssistantAdapter:
         if not isinstance(session_id, str) or not session_id:
             raise OpenAIValidationError(f"Invalid '{what}_id': expected a non-empty string.", f"{what}_id")
         session = await self._call("get_session", session_id)
-        if session is None:
+        # Another user's (or agent's) thread is as unknown to this adapter as a missing one.
+        if session is None or foreign_owner(session, self.user_id, self.agent_id):
             raise _NotFound(f"No {what} found with id '{session_id}'.")
         return session
 

@@ -21,10 +21,14 @@ class SessionsAPI:
                              agent_id: str | None = None, project_id: str | None = None,
                              metadata: dict[str, Any] | None = None,
                              created_at: datetime | str | None = None) -> Session:
-        """Create a conversation session (or return the existing one with the same ``session_id``).
+        """Create a conversation session, or return the existing one with the same ``session_id`` (unchanged).
+
+        Returns:
+            The :class:`Session`.
 
         Raises:
-            ValidationError: bad ids or metadata.
+            ValidationError: bad ids or metadata, or ``session_id`` exists with another ``user_id``, ``agent_id`` or
+                ``project_id`` than one given here (an owner stored as None matches any).
         """
         return await _sessions.create_session(self, session_id=session_id, user_id=user_id, agent_id=agent_id,
                                               project_id=project_id, metadata=metadata, created_at=created_at)

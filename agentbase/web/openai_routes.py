@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from ..adapters.openai_assistants import AsyncOpenAIAssistantAdapter
+from .api_routes import owner_of
 from .errors import error_response
 
 __all__ = ["get_adapter", "router"]
@@ -82,15 +83,23 @@ class ItemsCreate(_Body):
 
 
 def get_adapter(request: Request) -> AsyncOpenAIAssistantAdapter:
-    """Return the application's adapter (``app.state.openai_adapter``).
+    """Return the adapter for this request: the application's (``app.state.openai_adapter``), or, for a request
+    scoped by the ``X-AgentBase-User`` header, one bound to that user (its threads are created with that owner,
+    and other owners' threads answer 404).
 
     Args:
         request: the current request.
 
     Returns:
-        The :class:`AsyncOpenAIAssistantAdapter` serving this app.
+        An :class:`AsyncOpenAIAssistantAdapter`.
+
+    Raises:
+        HTTPException: 400 for an empty header.
     """
-    return request.app.state.openai_adapter
+    owner = owner_of(request)
+    if owner is None:
+        return request.app.state.openai_adapter
+    return AsyncOpenAIAssistantAdapter(request.app.state.agentbase, user_id=owner)
 
 
 # ---------------------------------------------------------------------------------------------- runs: 501

@@ -1,0 +1,84 @@
+"""A chat adapter bound to one user never reads or writes another user's session, whatever id it is handed."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentbase import NotFoundError, ValidationError
+
+from .conftest import make_db
+
+
+@pytest.fixture
+def sdb(tmp_path):
+    db = make_db(tmp_path / "owners.db")
+    yield db
+    db.sync.close()
+
+
+def _alice_session(sdb) -> None:
+    sdb.sync.create_session(session_id="shared", user_id="alice")
+    sdb.sync.add_message("shared", "user", "alice's private note: the safe code is 4711")
+
+
+def test_core_get_or_create_never_returns_another_owners_session(sdb):
+    _alice_session(sdb)
+    assert sdb.sync.create_session(session_id="shared", user_id="alice").user_id == "alice"
+    assert sdb.sync.create_session(session_id="shared").user_id == "alice"  # no owner given: any
+    with pytest.raises(ValidationError, match="another user_id"):
+        sdb.sync.create_session(session_id="shared", user_id="bob")
+
+
+def test_langchain_history_of_another_user_reads_empty_and_refuses_writes(sdb):
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import HumanMessage
+
+    from agentbase.adapters import AgentBaseChatMessageHistory
+
+    _alice_session(sdb)
+    bob = AgentBaseChatMessageHistory(sdb, "shared", user_id="bob")
+    assert bob.messages == []
+    with pytest.raises(NotFoundError):
+        bob.add_messages([HumanMessage("bob was here")])
+    with pytest.raises(NotFoundError):
+        bob.clear()
+    alice = AgentBaseChatMessageHistory(sdb, "shared", user_id="alice")
+    assert [m.content for m in alice.messages] == ["alice's private note: the safe code is 4711"]
+
+
+async def test_llama_index_store_of_another_user_reads_empty_and_refuses_writes(sdb):
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.base.llms.types import ChatMessage
+
+    from agentbase.adapters import AgentBaseChatStore
+
+    await sdb.create_session(session_id="shared", user_id="alice")
+    await sdb.add_message("shared", "user", "alice's private note")
+    bob = AgentBaseChatStore(sdb, user_id="bob")
+    assert await bob.aget_messages("shared") == []
+    assert await bob.adelete_messages("shared") is None
+    with pytest.raises(ValidationError):
+        await bob.async_add_message("shared", ChatMessage(role="user", content="bob was here"))
+    assert [m.content for m in await sdb.get_messages("shared")] == ["alice's private note"]
+
+
+def test_openai_adapter_and_http_scope_threads_to_their_user(sdb):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from agentbase.adapters import OpenAIAssistantAdapter
+    from agentbase.web import create_app
+
+    _alice_session(sdb)
+    with pytest.raises(Exception, match="No thread found"):
+        OpenAIAssistantAdapter(sdb, user_id="bob").retrieve_thread("shared")
+    assert OpenAIAssistantAdapter(sdb, user_id="alice").retrieve_thread("shared")["id"] == "shared"
+    beta = {"OpenAI-Beta": "assistants=v2"}
+    with TestClient(create_app(sdb), raise_server_exceptions=False) as client:
+        made = client.post("/v1/threads", json={}, headers={**beta, "X-AgentBase-User": "alice"}).json()
+        assert sdb.sync.get_session(made["id"]).user_id == "alice"
+        as_bob = {**beta, "X-AgentBase-User": "bob"}
+        assert client.get(f"/v1/threads/{made['id']}", headers=as_bob).status_code == 404
+        assert client.get(f"/v1/threads/{made['id']}/messages", headers=as_bob).status_code == 404
+        assert client.get(f"/v1/threads/{made['id']}", headers={**beta, "X-AgentBase-User": "alice"}).status_code \
+            == 200
