@@ -29,7 +29,10 @@ class Filters:
         scope: one scope or a list.
         user_id, agent_id, project_id, session_id: owner ids (exact match).
         metadata: equality on top-level metadata keys (JSON scalars).
-        date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (aware datetimes; UTC).
+        date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (UTC). A bound without a
+            clock time (``"2024-05-31"``, ``"2024-05"``, ``"2024"``, a ``datetime.date``) names a period:
+            ``date_from`` is its first moment and ``date_to`` its last, so ``date_to="2024-05-31"`` includes
+            that whole day. Bounds with a clock time are exact.
         include_archived: include entries archived by a decay pass.
         exclude_superseded: hide entries replaced by a newer version of the same fact.
     """
@@ -95,7 +98,7 @@ class Filters:
             params.append(to_db_time(self.date_from))
         if self.date_to is not None:
             clauses.append(f"COALESCE({a}.event_time, {a}.created_at) <= ?")
-            params.append(to_db_time(self.date_to))
+            params.append(to_db_time(self.date_to, end=True))
         if not self.include_archived:
             clauses.append(f"{a}.status = 'active'")
         if self.exclude_superseded:
@@ -125,5 +128,5 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
     if f.metadata is not None and not isinstance(f.metadata, dict):
         raise ValidationError("metadata filter must be a dict")
     f.date_from = parse_time(f.date_from)
-    f.date_to = parse_time(f.date_to)
+    f.date_to = parse_time(f.date_to, end=True)
     return f
