@@ -7,10 +7,12 @@ UnicodeEncodeError, AttributeError, pydantic's ValidationError) or was silently 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from agentbase import ValidationError
+from agentbase import AgentBase, ConfigError, SyncAgentBase, ValidationError, load_settings
+from agentbase.embeddings import HashEmbedder
 
 BIG = 10**30  # beyond SQLite's 64-bit INTEGER
 NAN, INF = float("nan"), float("inf")
@@ -80,6 +82,12 @@ async def test_offsets_and_seq_bounds_are_64_bit_ints(db, db_path, seeded):
     assert len(await db.list_sessions(offset=0)) == 1
 
 
+async def test_flush_timeout_must_be_a_number(db, db_path, seeded):
+    for bad in ("1", NAN, -1, True):
+        await _rejected(db, db_path, lambda bad=bad: db.flush(timeout=bad))
+    assert await db.flush(timeout=5) == 0
+
+
 @pytest.mark.parametrize("chunk_chars", ["abc", NAN, 0, -5, 199, 1500.0, True])
 async def test_add_resource_chunk_chars_below_minimum_or_not_int(db, db_path, seeded, chunk_chars):
     await _rejected(db, db_path, lambda: db.add_resource("u://x", "some text", chunk_chars=chunk_chars))
@@ -142,3 +150,63 @@ async def test_category_with_nul_is_rejected(db, db_path, seeded):
 async def test_replace_messages_needs_a_list(db, db_path, seeded):
     await _rejected(db, db_path, lambda: db.replace_messages("s1", None))
     await _rejected(db, db_path, lambda: db.replace_messages("s1", "hello"))
+
+
+# ---------------------------------------------------------------- construction and settings
+
+
+def test_constructor_arguments_are_config_errors(db_path):
+    with pytest.raises(ConfigError):
+        SyncAgentBase(path=None, embedder="hash")
+    with pytest.raises(ConfigError):
+        AgentBase(5)
+    with pytest.raises(ConfigError):
+        SyncAgentBase(path=db_path, embedder=5)
+    with pytest.raises(ConfigError):
+        AgentBase(db_path, embedder=object())
+    with pytest.raises(ConfigError):
+        AgentBase(db_path, settings=["retrieval"])
+    with pytest.raises(ConfigError):
+        AgentBase(db_path, settings={"retrieval": {"bogus": 1}})
+    assert not db_path.exists()
+
+
+def test_settings_dict_is_loaded_like_load_settings(db_path):
+    db = SyncAgentBase(path=db_path, embedder="hash", settings={"retrieval": {"rrf_k": 33}, "ner": "regex"})
+    try:
+        assert db.aio.settings.retrieval.rrf_k == 33
+        assert db.aio.settings.embedder.provider == "hash"
+        assert db.stats()["entries_total"] == 0
+    finally:
+        db.close()
+
+
+async def test_embedder_with_bad_dims_is_a_config_error(db_path):
+    emb = HashEmbedder(dims=8)
+    emb.dims = "8"
+    ab = AgentBase(db_path, settings=load_settings(ner="regex"), embedder=emb)
+    with pytest.raises(ConfigError):
+        await ab.initialize()
+    await ab.close()
+
+
+@pytest.mark.parametrize(("overrides", "name"), [({"retrieval": {"bogus": 1}}, "bogus"),
+                                                 ({"storage": {"busy_timeout": 3}}, "busy_timeout"),
+                                                 ({"retreival": {"rrf_k": 1}}, "retreival")])
+def test_unknown_setting_keys_raise_config_error_naming_them(overrides, name):
+    with pytest.raises(ConfigError, match=name):
+        load_settings(**overrides)
+
+
+def test_unknown_key_in_yaml_is_a_config_error_and_benchmark_configs_load(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("retrieval:\n  rrf_k: 30\n  weight_ft: 0.5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="weight_ft"):
+        load_settings(cfg)
+    cfg.write_text("retrieval:\n  rrf_k: 30\nretreival:\n  rrf_k: 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="retreival"):
+        load_settings(cfg)
+    configs = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "configs").glob("*.yaml"))
+    assert configs
+    for path in configs:
+        load_settings(path)
