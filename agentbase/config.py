@@ -34,10 +34,11 @@ class _CheckedAssignment:
 
 
 class _Section(_CheckedAssignment, BaseModel):
-    """A settings section: NaN and infinity are refused, and assigning a field validates it like loading does
+    """A settings section: NaN and infinity are refused, an unknown key is an error (a typo such as
+    ``retrieval={"rrf": 60}`` would otherwise be ignored), and assigning a field validates it like loading does
     (``settings.retrieval.rrf_k = -1`` raises :class:`ConfigError` and changes nothing)."""
 
-    model_config = ConfigDict(validate_assignment=True, allow_inf_nan=False)
+    model_config = ConfigDict(validate_assignment=True, allow_inf_nan=False, extra="forbid")
 
 
 class StorageSettings(_Section):
@@ -170,6 +171,7 @@ class _YamlSource(PydanticBaseSettingsSource):
                 raise ConfigError(f"config file {p} is not valid YAML: {exc}") from exc
             if not isinstance(loaded, dict):
                 raise ConfigError(f"config file {p} must hold a mapping at the top level")
+            _check_sections(loaded, f"config file {p}")
             self._data = loaded
 
     def get_field_value(self, field, field_name):  # pragma: no cover - required by the ABC
@@ -187,7 +189,9 @@ class Settings(_CheckedAssignment, BaseSettings):
 
     def __init__(self, **values: Any) -> None:
         """Raises:
-            ConfigError: a value fails validation (from arguments, environment or the YAML file)."""
+            ConfigError: an unknown section or key, or a value that fails validation (from arguments, environment
+                or the YAML file)."""
+        _check_sections(values, "settings")
         try:
             super().__init__(**values)
         except _PydanticError as exc:
@@ -206,6 +210,15 @@ class Settings(_CheckedAssignment, BaseSettings):
         return (init_settings, env_settings, _YamlSource(settings_cls, os.environ.get("AGENTBASE_CONFIG")))
 
 
+def _check_sections(values: dict[Any, Any], where: str) -> None:
+    """Unknown top-level names raise ConfigError (the environment is not checked: unrelated ``AGENTBASE_*``
+    variables such as ``AGENTBASE_CONFIG`` share the prefix)."""
+    unknown = [k for k in values if k not in Settings.model_fields]
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting(s) {', '.join(map(repr, unknown))}; known: "
+                          f"{', '.join(Settings.model_fields)}")
+
+
 def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
     """Build :class:`Settings` from defaults, ``config_file`` (YAML), the environment and ``overrides``.
 
@@ -217,7 +230,8 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
         The validated settings.
 
     Raises:
-        ConfigError: the file is missing or malformed, or a value fails validation.
+        ConfigError: the file is missing or malformed, a section or key is unknown (``retrieval={"bogus": 1}``),
+            or a value fails validation.
     """
     from pydantic import ValidationError as PydanticValidationError
 

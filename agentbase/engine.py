@@ -7,6 +7,10 @@ loop; :class:`~agentbase.sync.SyncAgentBase` gives each one a blocking twin.
 from __future__ import annotations
 
 import asyncio
+import math
+import operator
+import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +23,7 @@ from .api.knowledge import KnowledgeAPI
 from .api.sessions import SessionsAPI
 from .config import Settings, load_settings
 from .embeddings import create_embedder
-from .errors import DimensionMismatchError, StorageError, UsageError, ValidationError
+from .errors import ConfigError, DimensionMismatchError, StorageError, UsageError, ValidationError
 from .index.matrix import VectorMatrix
 from .index.vector import VEC_TABLE, create_vec_table
 from .ingest.worker import EmbeddingWorker, pending_embed_jobs
@@ -42,6 +46,31 @@ __all__ = ["AgentBase"]
 CLOSE_WAIT_S = 30.0  # seconds close() waits for find() calls still running before it writes their traces
 
 
+def _check_settings(settings: Any, config_file: Any) -> Settings | None:
+    """None, a :class:`Settings`, or a mapping of sections (``{"retrieval": {"rrf_k": 60}}``) loaded like
+    :func:`load_settings` overrides; anything else raises ConfigError."""
+    if settings is None or isinstance(settings, Settings):
+        return settings
+    if isinstance(settings, Mapping):
+        if not all(isinstance(k, str) for k in settings):
+            raise ConfigError("settings keys must be section names (strings)")
+        return load_settings(config_file, **settings)
+    raise ConfigError(f"settings must be a Settings, a dict of sections or None, got {type(settings).__name__}")
+
+
+def _check_embedder(embedder: Any) -> None:
+    """An embedder object needs ``model_id`` and callable ``embed_documents`` / ``embed_query`` (``dims`` is read
+    on open: an OpenAI-compatible embedder may learn it from a request)."""
+    if embedder is None or isinstance(embedder, str):
+        return
+    missing = [name for name in ("embed_documents", "embed_query") if not callable(getattr(embedder, name, None))]
+    if not hasattr(embedder, "model_id"):
+        missing.append("model_id")
+    if missing:
+        raise ConfigError(f"embedder must be a provider name or an object with model_id, dims, embed_documents "
+                          f"and embed_query; {type(embedder).__name__} lacks {', '.join(missing)}")
+
+
 def _check_reranker(reranker: Any) -> Any:
     """Return ``reranker`` (None or a callable); anything else raises ValidationError."""
     if reranker is not None and not callable(reranker):
@@ -54,7 +83,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
 
     Args:
         path: the database file (created if missing); ``":memory:"`` is not supported (use a temp file).
-        settings: a :class:`~agentbase.config.Settings`; default: :func:`~agentbase.config.load_settings`.
+        settings: a :class:`~agentbase.config.Settings`, or a dict of sections passed to
+            :func:`~agentbase.config.load_settings` (``{"retrieval": {"rrf_k": 60}}``); default:
+            :func:`~agentbase.config.load_settings`.
         embedder: an embedder object (``model_id``, ``dims``, ``embed_documents``, ``embed_query``) or a provider
             name (``"local"``, ``"onnx"``, ``"openai"``, ``"hash"``, ``"none"``) overriding the settings.
         config_file: optional YAML settings file.
@@ -69,8 +100,16 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         ...     results = await db.find("Python preferences", top_k=5, user_id="alice")
     """
 
-    def __init__(self, path: str | Path = "agentbase.db", *, settings: Settings | None = None,
+    def __init__(self, path: str | Path = "agentbase.db", *, settings: Settings | Mapping[str, Any] | None = None,
                  embedder: Any = None, config_file: str | Path | None = None, reranker: Any = None):
+        """Raises:
+            ConfigError: ``path`` is not a str or path, ``settings`` is neither a Settings nor a mapping of
+                valid sections, ``embedder`` is neither a known provider name nor an embedder object.
+            ValidationError: ``reranker`` is not callable."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise ConfigError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        settings = _check_settings(settings, config_file)
+        _check_embedder(embedder)
         self.path = Path(path)
         self.reranker = _check_reranker(reranker)
         if isinstance(embedder, str):
@@ -129,7 +168,16 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         async with self._init_lock:
             if self.db is not None:
                 return self
-            self.embedder = self._embedder_arg or create_embedder(self.settings.embedder)
+            embedder = self._embedder_arg or create_embedder(self.settings.embedder)
+            if embedder is not None:
+                dims = getattr(embedder, "dims", None)
+                try:
+                    ok = not isinstance(dims, bool) and operator.index(dims) >= 1
+                except TypeError:
+                    ok = False
+                if not ok:
+                    raise ConfigError(f"embedder.dims must be a positive int, got {dims!r}")
+            self.embedder = embedder
             self.extractor = create_extractor(self.settings.ner)
             self.regex_extractor = self.extractor if self.extractor.name == "regex" else create_extractor("regex")
             qner = self.settings.retrieval.query_ner
@@ -295,15 +343,19 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         """Wait until every queued embedding job is done or failed.
 
         Args:
-            timeout: seconds; None waits as long as jobs make progress.
+            timeout: seconds (a finite int or float >= 0); None waits as long as jobs make progress.
 
         Returns:
             Number of embedding jobs still pending: 0 unless the timeout expired, or no embedder can run them (none
             configured, or the file's vectors have another dimension; they then wait for one that fits, at once).
 
         Raises:
+            ValidationError: a timeout that is not a finite number >= 0.
             UsageError: this AgentBase was closed while waiting.
         """
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not math.isfinite(timeout) or timeout < 0):
+            raise ValidationError(f"timeout must be None or a finite number of seconds >= 0, got {timeout!r}")
         await self._ensure()
         if self.worker is None or not self.worker.enabled:
             return await pending_embed_jobs(self.db)

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 from .errors import ValidationError
 from .models import utcnow
 from .timeutil import from_db_time, parse_time, to_db_time
-from .validation import check_id, check_text
+from .validation import check_id, check_metadata, check_text
 
 __all__ = ["VIEWER_KEYS", "ActiveSession", "visibility_clause", "visible_to"]
 
@@ -131,12 +131,7 @@ async def heartbeat(ab: Any, session_id: str, agent_id: str | None, task: str | 
         check_text(task, "task", allow_empty=True)
         if len(task) > 2000:
             raise ValidationError("task must be at most 2000 characters")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise ValidationError("metadata must be a dict")
-    try:
-        meta = json.dumps(metadata, ensure_ascii=False) if metadata is not None else None
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+    meta = json.dumps(check_metadata(metadata), ensure_ascii=False) if metadata is not None else None
     when = parse_time(now) or utcnow()
     stamp = to_db_time(when)
     db = await ab._open()

@@ -24,7 +24,7 @@ from .ingest.tiers import l0_abstract, l1_overview
 from .storage.entries import (ENTRY_COLUMNS, delete_entry_row, entry_columns, insert_entries, insert_entry,
                              record_history, row_to_entry, update_entry_row)
 from .timeutil import from_db_time, parse_time, to_db_time
-from .validation import check_id, check_limit, check_text
+from .validation import check_id, check_int, check_json, check_limit, check_metadata, check_text
 
 __all__ = ["add_messages", "commit_session", "create_session", "get_messages", "get_session"]
 
@@ -46,15 +46,7 @@ def _message(row: tuple) -> Message:
 
 
 def _check_meta(metadata: Any) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise ValidationError("metadata must be a dict")
-    try:
-        json.dumps(metadata)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
-    return dict(metadata)
+    return check_metadata(metadata)
 
 
 async def create_session(ab: Any, *, session_id: str | None, user_id: str | None, agent_id: str | None,
@@ -93,13 +85,14 @@ async def list_sessions(ab: Any, *, user_id: str | None, agent_id: str | None, l
                         offset: int) -> list[Session]:
     db = await ab._open()
     check_limit(limit, "limit")
+    check_int(offset, "offset", minimum=0)
     sql, params = f"SELECT {_SESSION_COLS} FROM sessions WHERE 1", []
     for key, value in (("user_id", user_id), ("agent_id", agent_id)):
         if value is not None:
             sql += f" AND {key} = ?"
             params.append(check_id(value, key))
     rows = await db.fetchall(sql + " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-                             [*params, limit, max(0, int(offset))])
+                             [*params, limit, offset])
     return [_session(r) for r in rows]
 
 
@@ -153,6 +146,7 @@ def _prepare(raw: Any) -> dict[str, Any]:
     if tool_calls is not None and (not isinstance(tool_calls, list) or
                                    not all(isinstance(t, dict) for t in tool_calls)):
         raise ValidationError("tool_calls must be a list of dicts")
+    check_json(tool_calls, "tool_calls")
     for key in ("name", "tool_call_id", "id"):
         if raw.get(key) is not None:
             check_id(raw[key], key)
@@ -205,6 +199,8 @@ async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Me
 async def replace_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Message]:
     db = await ab._open()
     check_id(session_id, "session_id")
+    if not isinstance(messages, list):
+        raise ValidationError(f"messages must be a list, got {type(messages).__name__}")
     prepared = [_prepare(m) for m in messages]
     now = to_db_time(utcnow())
     async with db.transaction() as conn:
@@ -225,10 +221,10 @@ async def get_messages(ab: Any, session_id: str, *, limit: int | None, order: st
     sql, params = f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ?", [check_id(session_id, "session_id")]
     if after_seq is not None:
         sql += " AND seq > ?"
-        params.append(int(after_seq))
+        params.append(check_int(after_seq, "after_seq"))
     if before_seq is not None:
         sql += " AND seq < ?"
-        params.append(int(before_seq))
+        params.append(check_int(before_seq, "before_seq"))
     sql += f" ORDER BY seq {order}"
     if limit is not None:
         sql += " LIMIT ?"

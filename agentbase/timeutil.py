@@ -2,54 +2,159 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import math
+import re
+from datetime import date, datetime, time, timedelta, timezone
 
-import dateparser
+from dateparser.date import DateDataParser
 
 from .errors import ValidationError
 
 __all__ = ["from_db_time", "parse_time", "to_db_time"]
 
+# Missing day/month are the first of the period (dateparser's default fills them from today); the period of the
+# parsed text ("day", "week", "month", "year", or "time" when a clock time was given) tells a date from a moment.
+# The "no-spaces-time" parser is left out (it reads digit runs as times: "20240531" -> year 4053), and so is
+# "timestamp": numbers in strings are refused before dateparser sees them.
+_PARSER = DateDataParser(settings={
+    "TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": False, "RETURN_TIME_AS_PERIOD": True,
+    "PREFER_DAY_OF_MONTH": "first", "PREFER_MONTH_OF_YEAR": "first",
+    "PARSERS": ["relative-time", "custom-formats", "absolute-time"],
+})
+_YEAR = re.compile(r"\d{4}")
+_YEAR_MONTH = re.compile(r"(\d{4})-(\d{2})")
+_END = timedelta(microseconds=1)
 
-def parse_time(value: datetime | str | int | float | None) -> datetime | None:
+
+def _period_start(dt: datetime, period: str) -> datetime:
+    if period == "time":
+        return dt
+    day = datetime.combine(dt.date(), time(0), tzinfo=dt.tzinfo)
+    if period == "week":
+        return day - timedelta(days=day.weekday())
+    if period == "month":
+        return day.replace(day=1)
+    if period == "year":
+        return day.replace(month=1, day=1)
+    return day
+
+
+def _period_end(start: datetime, period: str) -> datetime:
+    """The last microsecond of the period that begins at ``start``."""
+    try:
+        if period == "time":
+            return start
+        if period == "week":
+            return start + timedelta(days=7) - _END
+        if period == "month":
+            nxt = (start.replace(year=start.year + 1, month=1) if start.month == 12
+                   else start.replace(month=start.month + 1))
+            return nxt - _END
+        if period == "year":
+            return start.replace(year=start.year + 1) - _END
+        return start + timedelta(days=1) - _END
+    except (OverflowError, ValueError):  # the period ends after year 9999
+        return datetime.max.replace(tzinfo=start.tzinfo)
+
+
+def _parse_text(value: str) -> tuple[datetime, str]:
+    text = value.strip()
+    if _YEAR.fullmatch(text) and int(text) > 0:
+        return datetime(int(text), 1, 1), "year"
+    ym = _YEAR_MONTH.fullmatch(text)
+    if ym:  # ISO year-month; dateparser would read "2024-13" as 13 January
+        if int(ym[1]) == 0 or not 1 <= int(ym[2]) <= 12:
+            _fail(value)
+        return datetime(int(ym[1]), int(ym[2]), 1), "month"
+    try:
+        return datetime.combine(date.fromisoformat(text), time(0)), "day"
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")), "time"
+    except ValueError:
+        pass
+    try:
+        float(text)
+    except ValueError:
+        pass
+    else:  # "1e10", "12", "nan": dateparser reads them as month/day guesses; numbers are Unix seconds, not text
+        raise ValidationError(f"cannot parse time {value!r}: a number in a string is not a date; pass Unix seconds "
+                              "as an int or float")
+    data = _PARSER.get_date_data(text.replace("(", " ").replace(")", " "))
+    if data.date_obj is None:
+        _fail(value)
+    return data.date_obj, data.period or "time"
+
+
+def _fail(value: object) -> datetime:
+    raise ValidationError(f"cannot parse time {value!r}")
+
+
+def parse_time(value: datetime | date | str | int | float | None, *, end: bool = False) -> datetime | None:
     """Coerce a user-supplied time to an aware UTC datetime.
 
+    A value without a clock time names a period: a date (``"2024-05-31"``, ``datetime.date``, ``"31 May 2024"``,
+    ``"yesterday"``), a month (``"2024-05"``, ``"May 2024"``), a year (``"2024"``) or a week (``"last week"``,
+    Monday to Sunday). It stands for the period's first moment (00:00 UTC on its first day), or with ``end`` for
+    its last microsecond, so an inclusive upper bound ``"2024-05-31"`` covers the whole day. A value with a clock
+    time (``"2024-05-31T18:00Z"``, a ``datetime``, Unix seconds) is exact either way.
+
     Args:
-        value: an aware or naive datetime (naive is taken as UTC), an ISO 8601 / human date string (parsed with
-            ``dateparser``, e.g. ``"2023/05/20 (Sat) 02:21"``), or Unix seconds.
+        value: an aware or naive datetime (naive is taken as UTC), a ``datetime.date``, an ISO 8601 / human date
+            string (parsed with ``dateparser``, e.g. ``"2023/05/20 (Sat) 02:21"``), or Unix seconds (int/float).
+        end: return the end of a period instead of its start (for upper bounds).
 
     Returns:
         Aware UTC datetime, or None for None.
 
     Raises:
-        ValidationError: the value cannot be parsed.
+        ValidationError: the value cannot be parsed (including numbers in strings such as ``"1e10"``, NaN,
+            infinity, Unix seconds outside years 1-9999, and other types).
     """
     if value is None:
         return None
+    period = "time"
     if isinstance(value, datetime):
         dt = value
+    elif isinstance(value, date):
+        dt, period = datetime.combine(value, time(0)), "day"
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        dt = datetime.fromtimestamp(float(value), tz=timezone.utc)
-    elif isinstance(value, str):
-        text = value.strip()
+        if not math.isfinite(value):
+            raise ValidationError(f"cannot parse time {value!r}: not a finite number of Unix seconds")
         try:
-            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            cleaned = text.replace("(", " ").replace(")", " ")
-            dt = dateparser.parse(cleaned, settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": False})
-            if dt is None:
-                raise ValidationError(f"cannot parse time {value!r}") from None
+            dt = datetime.fromtimestamp(float(value), tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValidationError(f"Unix seconds {value!r} are outside years 1-9999") from None
+    elif isinstance(value, str):
+        dt, period = _parse_text(value)
+        dt = _period_start(dt, period)
     else:
         raise ValidationError(f"cannot parse time {value!r}")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    try:
+        dt = dt.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise ValidationError(f"time {value!r} is outside years 1-9999 in UTC") from None
+    return _period_end(dt, period) if end else dt
 
 
-def to_db_time(value: datetime | str | int | float) -> str:
-    """Format a time for storage: ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` in UTC."""
-    dt = parse_time(value)
-    assert dt is not None
+def to_db_time(value: datetime | date | str | int | float, *, end: bool = False) -> str:
+    """Format a time for storage or comparison: ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` in UTC.
+
+    Args:
+        value: anything :func:`parse_time` accepts (not None). end: as for :func:`parse_time`.
+
+    Returns:
+        The ISO 8601 text.
+
+    Raises:
+        ValidationError: as :func:`parse_time`.
+    """
+    dt = parse_time(value, end=end)
+    if dt is None:
+        raise ValidationError("a time is required, got None")
     return dt.isoformat(timespec="microseconds")
 
 

@@ -1,16 +1,22 @@
-"""Input checks shared by the public API: text, ids and limits. Bad input raises ValidationError, writes nothing."""
+"""Input checks shared by the public API: text, ids, limits, integers and JSON metadata.
+
+Bad input raises ValidationError and writes nothing.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["check_id", "check_limit", "check_tags", "check_text", "clean_query"]
+__all__ = ["INT64_MAX", "INT64_MIN", "check_category", "check_id", "check_int", "check_json", "check_limit",
+           "check_metadata", "check_tags", "check_text", "clean_query"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_ID_LEN = 256
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # SQLite INTEGER range
 
 
 def check_text(value: Any, what: str = "content", *, allow_empty: bool = False) -> str:
@@ -56,12 +62,19 @@ def check_id(value: Any, what: str = "id") -> str:
 def check_tags(tags: Any) -> list[str]:
     """Return a de-duplicated list of non-empty tag strings.
 
+    Args:
+        tags: None (no tags), or a list or tuple of non-empty strings.
+
+    Returns:
+        The stripped tags in first-seen order.
+
     Raises:
-        ValidationError: not a list of strings.
+        ValidationError: not a list/tuple of non-empty strings (a dict, set or single string is refused), or a
+            tag with a lone surrogate.
     """
     if tags is None:
         return []
-    if isinstance(tags, str) or not all(isinstance(t, str) and t.strip() for t in tags):
+    if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) and t.strip() for t in tags):
         raise ValidationError("tags must be a list of non-empty strings")
     return list(dict.fromkeys(check_text(t, "tag").strip() for t in tags))
 
@@ -75,3 +88,82 @@ def check_limit(value: Any, what: str = "top_k", *, maximum: int = 10_000) -> in
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise ValidationError(f"{what} must be an integer between 1 and {maximum}")
     return value
+
+
+def check_category(value: Any, what: str = "category") -> str:
+    """Return ``value`` if it is a usable category label.
+
+    Raises:
+        ValidationError: not a non-empty string, or holding NUL or a lone surrogate.
+    """
+    check_text(value, what)
+    if "\x00" in value:
+        raise ValidationError(f"{what} must not contain NUL characters")
+    return value
+
+
+def check_int(value: Any, what: str, *, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> int:
+    """Return ``value`` if it is an int (not bool) in ``minimum..maximum`` (default: SQLite's 64-bit range).
+
+    Raises:
+        ValidationError: otherwise (a string such as ``"1"`` is refused, not converted).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ValidationError(f"{what} must be an integer between {minimum} and {maximum}, got {value!r}")
+    return value
+
+
+def _walk_json(value: Any, what: str, depth: int) -> None:
+    if depth > 100:
+        raise ValidationError(f"{what} is nested more than 100 levels deep")
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{what} holds {value!r}; JSON has no NaN or infinity")
+    elif isinstance(value, str):
+        if _SURROGATE.search(value):
+            raise ValidationError(f"{what} holds a string with a lone surrogate code point (invalid Unicode)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"{what} keys must be strings, got {key!r}")
+            if _SURROGATE.search(key):
+                raise ValidationError(f"{what} key {key!r} holds a lone surrogate code point (invalid Unicode)")
+            _walk_json(item, what, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _walk_json(item, what, depth + 1)
+    else:
+        raise ValidationError(f"{what} must hold only JSON values (dict with str keys, list, str, int, float, "
+                              f"bool, None), got {type(value).__name__}")
+
+
+def check_json(value: Any, what: str = "value") -> Any:
+    """Return ``value`` if it round-trips through JSON unchanged and can be stored as UTF-8.
+
+    Raises:
+        ValidationError: a non-str dict key (``json`` would turn ``1`` into ``"1"``), NaN or infinity, a lone
+            surrogate, a non-JSON type (set, bytes, objects), or nesting deeper than 100 levels.
+    """
+    _walk_json(value, what, 0)  # a cycle ends at the depth limit
+    return value
+
+
+def check_metadata(value: Any, what: str = "metadata") -> dict[str, Any]:
+    """Return a shallow copy of ``value`` as a metadata dict (None gives ``{}``).
+
+    Args:
+        value: None or a dict with str keys and JSON values.
+
+    Returns:
+        A new dict.
+
+    Raises:
+        ValidationError: not a dict, or not storable as JSON (see :func:`check_json`).
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(f"{what} must be a dict, got {type(value).__name__}")
+    return dict(check_json(value, what))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
@@ -68,3 +68,76 @@ async def test_tags_category_metadata_filters(db):
         await db.find("deploy", metadata={"team') OR 1=1 --": "x"})
     with pytest.raises(ValidationError):
         await db.find("deploy", unknown_filter=1)
+
+
+# ---------------------------------------------------------------- date-only bounds and partial dates
+
+
+async def _may_entries(db):
+    first = await db.add_memory("afternoon meeting", event_time="2024-05-01T15:30:00Z")
+    last = await db.add_memory("end of month meeting", event_time="2024-05-31T18:00:00Z")
+    await db.add_memory("june meeting", event_time="2024-06-01T00:00:00Z")
+    await db.add_memory("april meeting", event_time="2024-04-30T23:59:59.999999Z")
+    return first.id, last.id
+
+
+async def test_date_only_upper_bound_includes_the_whole_day(db):
+    first, last = await _may_entries(db)
+    may = {first, last}
+    assert {e.id for e in await db.list(date_from="2024-05-01", date_to="2024-05-31")} == may
+    assert await db.count(date_from="2024-05-01", date_to="2024-05-31") == 2
+    assert {r.entry.id for r in await db.find("meeting", mode="fts", date_from="2024-05-01",
+                                              date_to="2024-05-31")} == may
+    assert [e.id for e in await db.list(date_from="2024-05-01", date_to="2024-05-01")] == [first]
+    assert await db.count(date_from="2024-05-31", date_to="2024-05-31") == 1
+    # a bound with a clock time stays exact
+    assert [e.id for e in await db.list(date_from="2024-05-01", date_to="2024-05-31T00:00:00Z")] == [first]
+    assert await db.count(date_to="2024-05-31T18:00:00Z", date_from="2024-05-31T18:00:00Z") == 1
+    assert await db.count(date_to=datetime(2024, 5, 31, tzinfo=timezone.utc), date_from="2024-05-02") == 0
+
+
+async def test_month_and_year_bounds_cover_the_whole_period(db):
+    first, last = await _may_entries(db)
+    assert {e.id for e in await db.list(date_from="2024-05", date_to="2024-05")} == {first, last}
+    assert {e.id for e in await db.list(date_from="May 2024", date_to="May 2024")} == {first, last}
+    assert await db.count(date_from="2024", date_to="2024") == 4
+    assert await db.count(date_to="2024-04") == 1
+
+
+async def test_date_object_bounds_and_values(db):
+    first, last = await _may_entries(db)
+    assert [e.id for e in await db.list(date_from=date(2024, 5, 31), date_to=date(2024, 5, 31))] == [last]
+    e = await db.add_memory("dated by a date object", event_time=date(2024, 2, 29))
+    assert e.event_time == datetime(2024, 2, 29, tzinfo=timezone.utc)
+    assert (await db.get(e.id)).event_time == datetime(2024, 2, 29, tzinfo=timezone.utc)
+
+
+async def test_partial_dates_are_the_start_of_their_period(db):
+    assert (await db.add_memory("month only", event_time="2024-05")).event_time == datetime(2024, 5, 1,
+                                                                                              tzinfo=timezone.utc)
+    assert (await db.add_memory("year only", event_time="2024")).event_time == datetime(2024, 1, 1,
+                                                                                          tzinfo=timezone.utc)
+    assert (await db.add_memory("named month", event_time="May 2023")).event_time == datetime(
+        2023, 5, 1, tzinfo=timezone.utc)
+    e = await db.add_memory("updated later")
+    assert (await db.update(e.id, event_time="2022-07")).event_time == datetime(2022, 7, 1, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("bad", ["1e10", "12", "nan", "2024-13", float("nan"), float("inf"), 10**20])
+async def test_nonsense_times_raise_validation_error_and_write_nothing(db, bad):
+    s = await db.create_session()
+    with pytest.raises(ValidationError):
+        await db.add_memory("never stored", event_time=bad)
+    with pytest.raises(ValidationError):
+        await db.count(date_from=bad)
+    with pytest.raises(ValidationError):
+        await db.list(date_to=bad)
+    with pytest.raises(ValidationError):
+        await db.find("stored", reference_time=bad)
+    with pytest.raises(ValidationError):
+        await db.add_message(s.id, "user", "hi", created_at=bad)
+    with pytest.raises(ValidationError):
+        await db.create_session(created_at=bad)
+    assert await db.count() == 0
+    assert await db.get_messages(s.id) == []
+    assert len(await db.list_sessions()) == 1

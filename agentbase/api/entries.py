@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import datetime
 from typing import Any
@@ -13,7 +12,7 @@ from ..ingest.dedup import content_hash
 from ..ingest.tiers import l0_abstract, l1_overview
 from ..models import ContextType, Entry, HistoryEvent, Scope, utcnow
 from ..ner import entity_tags
-from ..retrieval.filters import OWNER_KEYS, Filters
+from ..retrieval.filters import OWNER_KEYS
 from ..retrieval.filters import filters_from_kwargs as _filters
 from ..storage.entries import (
     ENTRY_COLUMNS,
@@ -24,9 +23,20 @@ from ..storage.entries import (
     update_entry_row,
 )
 from ..timeutil import parse_time, to_db_time
-from ..validation import check_id, check_limit, check_tags, check_text
+from ..validation import (
+    INT64_MAX,
+    check_category,
+    check_id,
+    check_int,
+    check_limit,
+    check_metadata,
+    check_tags,
+    check_text,
+)
 
-__all__ = ["EntriesAPI"]
+__all__ = ["MIN_CHUNK_CHARS", "EntriesAPI"]
+
+MIN_CHUNK_CHARS = 200  # add_resource refuses smaller chunks
 
 
 class EntriesAPI:
@@ -73,9 +83,10 @@ class EntriesAPI:
 
         Args:
             content: the text (non-empty; lone surrogates are rejected).
-            category: free label such as ``profile``, ``preference``, ``fact``, ``event``, ``procedure``.
-            tags: labels; entries can be filtered by them.
-            metadata: a JSON object stored with the entry.
+            category: free label such as ``profile``, ``preference``, ``fact``, ``event``, ``procedure`` (no NUL).
+            tags: a list or tuple of labels; entries can be filtered by them.
+            metadata: a JSON object stored with the entry: str keys; values str, int, float (finite), bool, None,
+                lists and dicts of them.
             scope: ``global``, ``agent``, ``project`` or ``session``.
             user_id, agent_id, project_id, session_id: owner ids.
             confidence: 0..1. importance: 0..1.
@@ -89,7 +100,8 @@ class EntriesAPI:
             The stored :class:`Entry`.
 
         Raises:
-            ValidationError: empty content, lone surrogates, bad tags or ids, or values out of range.
+            ValidationError: empty content, lone surrogates, bad tags, ids, category, metadata (non-str keys,
+                NaN/infinity, sets and other non-JSON values), event_time, or values out of range.
         """
         return await self._add(content, category=category, tags=tags, metadata=metadata, scope=scope,
                                owners={"user_id": user_id, "agent_id": agent_id, "project_id": project_id,
@@ -102,14 +114,8 @@ class EntriesAPI:
                      event_time: Any, context_type: Any, entry_id: str | None, extra: dict[str, Any],
                      extract_entities: bool = True) -> Entry:
         check_text(content)
-        if not isinstance(category, str) or not category.strip():
-            raise ValidationError("category must be a non-empty string")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ValidationError("metadata must be a dict")
-        try:
-            json.dumps(metadata)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"metadata must be JSON-serialisable: {exc}") from None
+        check_category(category)
+        metadata = check_metadata(metadata)
         for key, value in owners.items():
             if value is not None:
                 check_id(value, key)
@@ -129,7 +135,7 @@ class EntriesAPI:
             id=check_id(entry_id, "entry_id") if entry_id is not None else str(uuid.uuid4()), context_type=ctype,
             category=category, l0_abstract=l0_abstract(content), l1_overview=l1_overview(content), l2_full=content,
             tags=self._tags_for(content, check_tags(tags)) if extract_entities else check_tags(tags),
-            metadata=dict(metadata or {}), scope=scope_v,
+            metadata=metadata, scope=scope_v,
             confidence=float(confidence), importance=float(importance), created_at=now, updated_at=now,
             event_time=parse_time(event_time), content_hash=content_hash(content),
             **{k: v for k, v in owners.items()}, **extra,
@@ -251,11 +257,9 @@ class EntriesAPI:
             changes.update(l2_full=content, l0_abstract=l0_abstract(content), l1_overview=l1_overview(content),
                            content_hash=content_hash(content))
         if metadata is not None:
-            if not isinstance(metadata, dict):
-                raise ValidationError("metadata must be a dict")
-            changes["metadata"] = dict(metadata)
+            changes["metadata"] = check_metadata(metadata)
         if category is not None:
-            changes["category"] = check_text(category, "category")
+            changes["category"] = check_category(category)
         for name, value in (("confidence", confidence), ("importance", importance)):
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
@@ -312,9 +316,9 @@ class EntriesAPI:
             Number of entries deleted.
 
         Raises:
-            ValidationError: no narrowing filter was given.
+            ValidationError: no narrowing filter was given, or a bad filter value.
         """
-        f = Filters(**filters, include_archived=True, exclude_superseded=False)
+        f = _filters({**filters, "include_archived": True, "exclude_superseded": False})
         if not any(getattr(f, k) for k in (*OWNER_KEYS, "context_type", "category", "tags")):
             raise ValidationError("delete_all needs at least one of user_id, agent_id, project_id, session_id, "
                                   "context_type, category or tags")
@@ -332,7 +336,8 @@ class EntriesAPI:
         """List entries matching ``filters`` (keyword arguments of :class:`Filters`), newest first by default.
 
         Args:
-            limit: 1..10000. offset: rows to skip. order: ``"desc"`` or ``"asc"`` by creation time.
+            limit: 1..10000. offset: rows to skip (an int, 0..2**63-1). order: ``"desc"`` or ``"asc"`` by creation
+                time.
 
         Returns:
             Entries.
@@ -343,8 +348,7 @@ class EntriesAPI:
         check_limit(limit, "limit")
         if order not in ("asc", "desc"):
             raise ValidationError("order must be 'asc' or 'desc'")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValidationError("offset must be a non-negative integer")
+        check_int(offset, "offset", minimum=0)
         db = await self._open()
         where, params = _filters(filters).where()
         rows = await db.fetchall(
@@ -354,7 +358,14 @@ class EntriesAPI:
 
     @bridged
     async def count(self, **filters: Any) -> int:
-        """Number of entries matching ``filters`` (keyword arguments of :class:`Filters`)."""
+        """Number of entries matching ``filters`` (keyword arguments of :class:`Filters`).
+
+        Returns:
+            The count (an int).
+
+        Raises:
+            ValidationError: an unknown filter or a bad filter value.
+        """
         db = await self._open()
         where, params = _filters(filters).where()
         row = await db.fetchone(f"SELECT COUNT(*) FROM entries e WHERE {where}", params)
@@ -385,26 +396,30 @@ class EntriesAPI:
 
         Args:
             uri: where the resource lives. content: its text. mime_type: e.g. ``text/markdown``.
-            title: stored as the entries' ``name``. chunk_chars: target chunk size in characters.
+            title: stored as the entries' ``name``. chunk_chars: target chunk size in characters (an int, at least
+            200).
             **owners: ``user_id``, ``agent_id``, ``project_id``, ``session_id``, ``scope``.
 
         Returns:
             The chunk entries in order.
 
         Raises:
-            ValidationError: empty uri or content, bad owners.
+            ValidationError: empty uri or content, ``chunk_chars`` not an int of at least 200, bad owners, tags
+                or metadata.
         """
         from ..embeddings.base import chunk_text
 
         check_text(uri, "uri")
         check_text(content)
-        pieces = chunk_text(content, max(200, int(chunk_chars)))
+        check_int(chunk_chars, "chunk_chars", minimum=MIN_CHUNK_CHARS, maximum=INT64_MAX)
+        metadata = check_metadata(metadata)
+        pieces = chunk_text(content, chunk_chars)
         db = await self._open()
         entries, pos = [], 0
         for i, piece in enumerate(pieces):
             start = content.find(piece[:50], pos)
             pos = max(pos, start)
-            meta = {**(metadata or {}), "chunk_index": i, "chunk_count": len(pieces), "char_start": max(start, 0)}
+            meta = {**metadata, "chunk_index": i, "chunk_count": len(pieces), "char_start": max(start, 0)}
             entries.append(self._build_entry(
                 piece, category="document", tags=tags, metadata=meta, scope=owners.pop("scope", Scope.GLOBAL)
                 if i == 0 else entries[0].scope, owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0,
@@ -430,7 +445,7 @@ class EntriesAPI:
         """
         check_text(name, "name")
         check_text(description, "description")
-        meta = {**(metadata or {}), **({"input_schema": input_schema} if input_schema else {})}
+        meta = {**check_metadata(metadata), **({"input_schema": input_schema} if input_schema else {})}
         return await self._add(content or description, category="procedure", tags=tags, metadata=meta,
                                scope=owners.pop("scope", Scope.GLOBAL),
                                owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0, importance=0.5,

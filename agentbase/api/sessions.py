@@ -26,9 +26,17 @@ class SessionsAPI:
         Returns:
             The :class:`Session`.
 
+        Args:
+            session_id: the id (default a new uuid4). user_id, agent_id, project_id: owner ids.
+            metadata: a JSON object (str keys; no NaN/infinity, sets or lone surrogates).
+            created_at: the session's creation time (see :func:`~agentbase.timeutil.parse_time`; default now).
+
+        Returns:
+            The :class:`Session`.
+
         Raises:
-            ValidationError: bad ids or metadata, or ``session_id`` exists with another ``user_id``, ``agent_id`` or
-                ``project_id`` than one given here (an owner stored as None matches any).
+            ValidationError: bad ids, metadata or created_at, or ``session_id`` exists with another ``user_id``,
+                ``agent_id`` or ``project_id`` than one given here (an owner stored as None matches any).
         """
         return await _sessions.create_session(self, session_id=session_id, user_id=user_id, agent_id=agent_id,
                                               project_id=project_id, metadata=metadata, created_at=created_at)
@@ -41,12 +49,30 @@ class SessionsAPI:
     @bridged
     async def list_sessions(self, *, user_id: str | None = None, agent_id: str | None = None,
                             limit: int = 100, offset: int = 0) -> list[Session]:
-        """Sessions, newest first, optionally for one owner."""
+        """Sessions, newest first, optionally for one owner.
+
+        Args:
+            user_id, agent_id: only this owner's sessions. limit: 1..10000. offset: sessions to skip (an int,
+                0..2**63-1).
+
+        Returns:
+            :class:`Session` objects.
+
+        Raises:
+            ValidationError: bad ids, limit or offset.
+        """
         return await _sessions.list_sessions(self, user_id=user_id, agent_id=agent_id, limit=limit, offset=offset)
 
     @bridged
     async def update_session(self, session_id: str, *, metadata: dict[str, Any]) -> Session:
-        """Replace a session's metadata. Raises NotFoundError for an unknown id."""
+        """Replace a session's metadata (a JSON object, checked as in :meth:`create_session`).
+
+        Returns:
+            The updated :class:`Session`.
+
+        Raises:
+            NotFoundError: unknown id. ValidationError: bad id or metadata.
+        """
         return await _sessions.update_session(self, session_id, metadata=metadata)
 
     @bridged
@@ -69,6 +95,14 @@ class SessionsAPI:
                           metadata: dict[str, Any] | None = None, created_at: datetime | str | None = None,
                           message_id: str | None = None) -> Message:
         """Append one message; its ``seq`` is the next integer in the session (strict insertion order).
+
+        Args:
+            session_id: the session. role: e.g. ``user``, ``assistant``, ``tool``. content: the text.
+            name, tool_call_id, message_id: ids. tool_calls: a list of JSON objects. metadata: a JSON object
+                (str keys; no NaN/infinity, sets or lone surrogates). created_at: default now.
+
+        Returns:
+            The stored :class:`Message`.
 
         Raises:
             NotFoundError: unknown session. ValidationError: bad role, content or fields.
@@ -94,7 +128,18 @@ class SessionsAPI:
     @bridged
     async def get_messages(self, session_id: str, *, limit: int | None = None, order: str = "asc",
                            after_seq: int | None = None, before_seq: int | None = None) -> list[Message]:
-        """Messages of a session in ``seq`` order (``asc`` or ``desc``); unknown session gives ``[]``."""
+        """Messages of a session in ``seq`` order (``asc`` or ``desc``); unknown session gives ``[]``.
+
+        Args:
+            session_id: the session. limit: at most this many (1..1,000,000; None for all). order: ``asc``/``desc``.
+            after_seq, before_seq: only messages with ``seq`` above / below these ints (64-bit range).
+
+        Returns:
+            :class:`Message` objects.
+
+        Raises:
+            ValidationError: a bad id, order or limit, or a seq bound that is not an int in the 64-bit range.
+        """
         return await _sessions.get_messages(self, session_id, limit=limit, order=order, after_seq=after_seq,
                                             before_seq=before_seq)
 
@@ -105,7 +150,14 @@ class SessionsAPI:
 
     @bridged
     async def update_message(self, session_id: str, message_id: str, *, metadata: dict[str, Any]) -> Message:
-        """Replace a message's metadata. Raises NotFoundError for an unknown message."""
+        """Replace a message's metadata (a JSON object, checked as in :meth:`add_message`).
+
+        Returns:
+            The updated :class:`Message`.
+
+        Raises:
+            NotFoundError: unknown message. ValidationError: bad ids or metadata.
+        """
         return await _sessions.update_message(self, session_id, message_id, metadata=metadata)
 
     @bridged
@@ -115,7 +167,17 @@ class SessionsAPI:
 
     @bridged
     async def replace_messages(self, session_id: str, messages: list[dict[str, Any]]) -> list[Message]:
-        """Replace all messages of a session (created if missing) in one transaction."""
+        """Replace all messages of a session (created if missing) in one transaction.
+
+        Args:
+            session_id: the session. messages: a list of message dicts as for :meth:`add_messages`.
+
+        Returns:
+            The session's messages after the replacement, in order.
+
+        Raises:
+            ValidationError: a bad id, ``messages`` not a list, or any bad message (nothing is changed).
+        """
         return await _sessions.replace_messages(self, session_id, messages)
 
     @bridged

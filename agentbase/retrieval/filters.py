@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
+from ..models import ContextType, Scope
 from ..timeutil import parse_time, to_db_time
-from ..validation import check_id, check_tags
+from ..validation import check_category, check_id, check_int, check_tags, check_text
 
 __all__ = ["OWNER_KEYS", "Filters", "filters_from_kwargs"]
 
@@ -29,7 +31,10 @@ class Filters:
         scope: one scope or a list.
         user_id, agent_id, project_id, session_id: owner ids (exact match).
         metadata: equality on top-level metadata keys (JSON scalars).
-        date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (aware datetimes; UTC).
+        date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (UTC). A bound without a
+            clock time (``"2024-05-31"``, ``"2024-05"``, ``"2024"``, a ``datetime.date``) names a period:
+            ``date_from`` is its first moment and ``date_to`` its last, so ``date_to="2024-05-31"`` includes
+            that whole day. Bounds with a clock time are exact.
         include_archived: include entries archived by a decay pass.
         exclude_superseded: hide entries replaced by a newer version of the same fact.
     """
@@ -56,7 +61,8 @@ class Filters:
             ``(sql, params)``; values are always bound parameters, never interpolated.
 
         Raises:
-            ValidationError: a metadata key with characters outside ``[A-Za-z0-9_.-]`` or a non-scalar value.
+            ValidationError: a metadata key with characters outside ``[A-Za-z0-9_.-]``, or a value that is not a
+                JSON scalar, an int outside SQLite's 64-bit range, NaN/infinity or a string with a lone surrogate.
         """
         clauses: list[str] = []
         params: list[Any] = []
@@ -87,6 +93,12 @@ class Filters:
                 raise ValidationError(f"metadata filter key {key!r} must match [A-Za-z0-9_.-]{{1,64}}")
             if value is not None and not isinstance(value, (str, int, float, bool)):
                 raise ValidationError(f"metadata filter value for {key!r} must be a JSON scalar")
+            if isinstance(value, int) and not isinstance(value, bool):
+                check_int(value, f"metadata filter value for {key!r}")
+            elif isinstance(value, float) and not math.isfinite(value):
+                raise ValidationError(f"metadata filter value for {key!r} must be finite (JSON has no NaN)")
+            elif isinstance(value, str):
+                check_text(value, f"metadata filter value for {key!r}", allow_empty=True)
             clauses.append(f"json_extract({a}.metadata, ?) IS ?")
             params.append(f'$."{key}"')
             params.append(json.loads(json.dumps(value)) if not isinstance(value, bool) else int(value))
@@ -95,7 +107,7 @@ class Filters:
             params.append(to_db_time(self.date_from))
         if self.date_to is not None:
             clauses.append(f"COALESCE({a}.event_time, {a}.created_at) <= ?")
-            params.append(to_db_time(self.date_to))
+            params.append(to_db_time(self.date_to, end=True))
         if not self.include_archived:
             clauses.append(f"{a}.status = 'active'")
         if self.exclude_superseded:
@@ -106,8 +118,32 @@ class Filters:
         return (" AND ".join(clauses) or "1"), params
 
 
+def _one_or_many(value: Any, what: str, allowed: set[str] | None) -> Any:
+    """Check a filter that takes one value or a list of them: strings (or enum members) from ``allowed``."""
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) or hasattr(value, "value") else value
+    if not isinstance(values, (list, tuple)):
+        raise ValidationError(f"{what} filter must be a string or a list of strings, got {type(value).__name__}")
+    for v in values:
+        v = getattr(v, "value", v)
+        if allowed is None:
+            check_category(v, what)
+        elif v not in allowed:
+            raise ValidationError(f"{what} filter {v!r} is not one of {sorted(allowed)}")
+    return value
+
+
 def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
-    """Validate keyword filters (owner ids, tags, metadata, dates) into a :class:`Filters`.
+    """Validate keyword filters into a :class:`Filters`.
+
+    Args:
+        filters: the keyword arguments of :class:`Filters`. ``context_type`` and ``scope`` must name known values,
+            ``category`` must be non-empty strings without NUL (one or a list), ``tags`` a list of strings.
+
+    Returns:
+        The checked :class:`Filters`, with ``date_from`` / ``date_to`` as aware UTC datetimes (``date_to`` at the
+        end of its period when it has no clock time).
 
     Raises:
         ValidationError: an unknown filter name or a bad value.
@@ -116,6 +152,12 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
         f = Filters(**filters)
     except TypeError as exc:
         raise ValidationError(f"unknown filter: {exc}") from None
+    f.context_type = _one_or_many(f.context_type, "context_type", {c.value for c in ContextType})
+    f.scope = _one_or_many(f.scope, "scope", {s.value for s in Scope})
+    f.category = _one_or_many(f.category, "category", None)
+    for flag in ("include_archived", "exclude_superseded"):
+        if not isinstance(getattr(f, flag), bool):
+            raise ValidationError(f"{flag} must be True or False")
     for key in OWNER_KEYS:
         value = getattr(f, key)
         if value is not None:
@@ -125,5 +167,5 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
     if f.metadata is not None and not isinstance(f.metadata, dict):
         raise ValidationError("metadata filter must be a dict")
     f.date_from = parse_time(f.date_from)
-    f.date_to = parse_time(f.date_to)
+    f.date_to = parse_time(f.date_to, end=True)
     return f
