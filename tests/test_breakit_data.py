@@ -98,3 +98,13 @@ async def test_an_edited_fact_is_not_superseded_by_a_later_value_of_the_old_fact
     assert edited.superseded_by is None
     assert [h.entry.id for h in await db.find("cat named Whiskers", user_id="a", mode="fts")][:1] == [fact.id]
     assert await _prefs(db, "a") == ["User's favorite color is green"]
+
+
+async def test_a_duplicate_add_keeps_the_callers_new_tags_and_metadata(db):
+    first = await db.add_memory("I like tea", user_id="u", tags=["drinks"], metadata={"src": "chat"})
+    again = await db.add_memory("i like TEA ", user_id="u", tags=["new"], metadata={"k": 1})
+    assert again.id == first.id
+    stored = await db.get(first.id)
+    assert [t for t in stored.tags if not t.startswith("ner_")] == ["drinks", "new"]
+    assert stored.metadata == {"src": "chat", "k": 1} and stored.confidence == pytest.approx(1.0)
+    assert [r.entry.id for r in await db.find("tea", user_id="u", tags=["new"], mode="fts")] == [first.id]

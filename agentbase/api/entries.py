@@ -151,7 +151,7 @@ class EntriesAPI:
                 existing = await self._find_duplicate(conn, entry.content_hash, entry.context_type.value,
                                                       {k: getattr(entry, k) for k in OWNER_KEYS})
                 if existing is not None:
-                    return await self._harden(conn, existing)
+                    return await self._harden(conn, existing, entry)
             if kw.get("entry_id") is not None and \
                     await (await conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry.id,))).fetchone():
                 raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
@@ -159,14 +159,22 @@ class EntriesAPI:
         self._notify()
         return entry
 
-    async def _harden(self, conn: Any, entry: Entry) -> Entry:
+    async def _harden(self, conn: Any, entry: Entry, repeat: Entry) -> Entry:
         """A repeated fact raises confidence by ``ingest.confidence_step`` (capped at 1.0), inside the caller's
-        write transaction ``conn``."""
+        write transaction ``conn``; the repeat's tags and metadata keys join the stored ones (a caller's new tag is
+        never dropped)."""
         step = self.settings.ingest.confidence_step
         now = utcnow()
+        tags = list(dict.fromkeys([*entry.tags, *repeat.tags]))
+        metadata = {**entry.metadata, **repeat.metadata}
         await conn.execute("UPDATE entries SET confidence = MIN(1.0, confidence + ?), updated_at = ? WHERE id = ?",
                            (step, to_db_time(now), entry.id))
-        return entry.model_copy(update={"confidence": min(1.0, entry.confidence + step), "updated_at": now})
+        hardened = entry.model_copy(update={"confidence": min(1.0, entry.confidence + step), "updated_at": now,
+                                            "tags": tags, "metadata": metadata})
+        if tags != entry.tags or metadata != entry.metadata:
+            row = await (await conn.execute("SELECT rid FROM entries WHERE id = ?", (entry.id,))).fetchone()
+            await update_entry_row(conn, row[0], entry, hardened, engine=self.db.vector_engine, embed=True)
+        return hardened
 
     async def _row(self, entry_id: str, owners: dict[str, Any] | None = None,
                    conn: Any = None) -> tuple[int, Entry] | None:
