@@ -183,6 +183,19 @@ def test_cli_skill_import(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ resources
+async def test_resource_chunks_are_exact_slices_of_repeated_and_multiline_text(db):
+    content = ("AgentBase stores memories. " * 40 + "The secret launch code is BLUE-42. "
+               + "Filler sentence here.\n\n" * 60 + "段落一。" * 80 + "x" * 700)
+    chunks = await db.add_resource("file:///notes.md", content, chunk_chars=500)
+    starts = [c.metadata["char_start"] for c in chunks]
+    assert len(set(starts)) == len(starts) == len(chunks) > 5 and starts == sorted(starts)
+    for c in chunks:
+        start = c.metadata["char_start"]
+        assert content[start:start + len(c.l2_full)] == c.l2_full and 0 < len(c.l2_full) <= 500
+    code = next(c for c in chunks if "BLUE-42" in c.l2_full)
+    assert content[code.metadata["char_start"]:].startswith(code.l2_full)
+
+
 async def test_resource_chunks_point_back_to_their_resource(db):
     sentences = [f"Section {i} explains how the frobnicator handles case {i} in detail." for i in range(40)]
     content = " ".join(sentences)

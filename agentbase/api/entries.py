@@ -415,19 +415,18 @@ class EntriesAPI:
             ValidationError: empty uri or content, ``chunk_chars`` not an int of at least 200, bad owners, tags
                 or metadata.
         """
-        from ..embeddings.base import chunk_text
+        from ..embeddings.base import chunk_spans
 
         check_text(uri, "uri")
         check_text(content)
         check_int(chunk_chars, "chunk_chars", minimum=MIN_CHUNK_CHARS, maximum=INT64_MAX)
         metadata = check_metadata(metadata)
-        pieces = chunk_text(content, chunk_chars)
+        spans = chunk_spans(content, chunk_chars)
         db = await self._open()
-        entries, pos = [], 0
-        for i, piece in enumerate(pieces):
-            start = content.find(piece[:50], pos)
-            pos = max(pos, start)
-            meta = {**metadata, "chunk_index": i, "chunk_count": len(pieces), "char_start": max(start, 0)}
+        entries = []
+        for i, (start, end) in enumerate(spans):
+            piece = content[start:end]
+            meta = {**metadata, "chunk_index": i, "chunk_count": len(spans), "char_start": start}
             entries.append(self._build_entry(
                 piece, category="document", tags=tags, metadata=meta, scope=owners.pop("scope", Scope.GLOBAL)
                 if i == 0 else entries[0].scope, owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0,

@@ -7,6 +7,7 @@ queries one at a time (``embed_query``), because asymmetric models (e5) embed th
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Protocol, runtime_checkable
 
@@ -121,6 +122,60 @@ def chunk_text(text: str, max_chars: int) -> list[str]:
     if buf:
         chunks.append(" ".join(buf))
     return chunks or [text[:max_chars]]
+
+
+# A cut point for chunk_spans: after a sentence end (with closing quotes/brackets and following spaces; CJK
+# sentence ends need no space) or after a line break and the spaces that follow it.
+_SENTENCE_END = re.compile(r"[.!?;:。！？…]+[\"'”’)\]」』]*\s*|\n\s*")
+_SPACE = re.compile(r"\s+")
+
+
+def chunk_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """Split ``text`` into verbatim slices of at most ``max_chars`` characters, cut after a sentence end, else at
+    the last whitespace, else hard (a word longer than ``max_chars``).
+
+    Unlike :func:`chunk_text` nothing is rewritten: every chunk is ``text[start:end]`` (leading and trailing
+    whitespace left out), so a chunk can point back to its exact place in the source.
+
+    Args:
+        text: the text to split.
+        max_chars: maximum chunk length in characters (>= 1).
+
+    Returns:
+        ``(start, end)`` character offsets, in order, non-overlapping; ``[(0, len(text))]`` for a text that fits or
+        holds only whitespace.
+
+    Raises:
+        ConfigError: ``max_chars`` < 1.
+    """
+    if max_chars < 1:
+        raise ConfigError(f"max_chars must be >= 1, got {max_chars}")
+    n = len(text)
+    cuts = [m.end() for m in _SENTENCE_END.finditer(text)]
+    spans: list[tuple[int, int]] = []
+    start = _skip_space(text, 0)
+    while start < n:
+        if n - start <= max_chars:
+            end = n
+        else:
+            limit = start + max_chars
+            i = bisect.bisect_right(cuts, limit) - 1
+            if i >= 0 and cuts[i] > start:
+                end = cuts[i]
+            else:
+                spaces = [m.start() for m in _SPACE.finditer(text, start + 1, limit + 1)]
+                end = spaces[-1] if spaces else limit
+        stop = end
+        while stop > start and text[stop - 1].isspace():
+            stop -= 1
+        spans.append((start, stop))
+        start = _skip_space(text, end)
+    return spans or [(0, n)]
+
+
+def _skip_space(text: str, pos: int) -> int:
+    m = _SPACE.match(text, pos)
+    return m.end() if m else pos
 
 
 def _split_words(sentence: str, max_chars: int) -> list[str]:
