@@ -30,6 +30,20 @@ session_app = typer.Typer(help="Conversation sessions.", no_args_is_help=True)
 import_app = typer.Typer(help="Import benchmark conversations (one session per haystack/LoCoMo session).",
                          no_args_is_help=True)
 app.add_typer(session_app, name="session")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        console.print(f"agentbase {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """AgentBase: a context database for AI agents in one SQLite file."""
 app.add_typer(import_app, name="import")
 app.add_typer(bench_app, name="bench")
 

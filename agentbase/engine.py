@@ -399,7 +399,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             "driver": db.driver, "vector_engine": db.vector_engine if self.embedder is not None else None,
             "degrade_reason": self.degrade_reason(),
             "embedder": getattr(self.embedder, "model_id", None),
-            "vector_dims": await scalar("SELECT value FROM meta WHERE key='vector_dims'"),
+            "vector_dims": await scalar("SELECT CAST(value AS INTEGER) FROM meta WHERE key='vector_dims'"),
             "ner": getattr(self.extractor, "name", None), "entries": by_type,
             "entries_total": sum(by_type.values()),
             "sessions": await scalar("SELECT COUNT(*) FROM sessions"),

@@ -139,3 +139,12 @@ def test_importing_the_same_file_twice_adds_nothing(cli):
     assert second == {"sessions": 0, "messages": 0, "entries": 0, "sessions_existing": first["sessions"]}
     stats = json.loads(cli("stats", "--json").stdout)
     assert stats["messages"] == first["messages"] and stats["entries_total"] == first["entries"]
+
+
+def test_version_flag_and_integer_vector_dims(cli):
+    from agentbase import __version__
+
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"agentbase {__version__}"
+    assert cli("add", "one note").exit_code == 0
+    assert json.loads(cli("stats", "--json").stdout)["vector_dims"] == 64
