@@ -150,8 +150,11 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
     """Search the database."""
     async def go() -> Any:
         async with _db(db, embedder, existing=True) as ab:
-            return await ab.find(query, top_k=top_k, user_id=user_id, mode=mode)
-    results = _run(go())
+            found = await ab.find(query, top_k=top_k, user_id=user_id, mode=mode)
+            return found, (ab.degrade_reason() if mode == "hybrid" else None)
+    results, degraded = _run(go())
+    if degraded:  # on stderr: --json output stays parseable
+        err.print(f"[yellow]warning:[/yellow] {degraded}")
     if as_json:
         _out([_dump(r) for r in results], True)
         return

@@ -148,3 +148,12 @@ def test_version_flag_and_integer_vector_dims(cli):
     assert res.exit_code == 0 and res.output.strip() == f"agentbase {__version__}"
     assert cli("add", "one note").exit_code == 0
     assert json.loads(cli("stats", "--json").stdout)["vector_dims"] == 64
+
+
+def test_find_warns_on_stderr_when_vectors_cannot_be_used(cli, tmp_path):
+    assert cli("add", "quarterly planning meeting").exit_code == 0
+    runner = CliRunner()
+    res = runner.invoke(app, ["find", "meeting", "--json", "--db", cli.db],
+                        env={**ENV, "AGENTBASE_EMBEDDER__PROVIDER": "none"})
+    assert res.exit_code == 0 and "no embedder configured" in res.stderr
+    assert [r["entry"]["l2_full"] for r in json.loads(res.stdout)] == ["quarterly planning meeting"]
