@@ -20,7 +20,7 @@ from typing import Any, List, Optional, TypeVar
 
 from agentbase import AgentBase, resolve_db, run_sync
 from agentbase.adapters._owners import foreign_owner
-from agentbase.errors import MissingDependencyError, NotFoundError
+from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
 
 try:
@@ -133,8 +133,8 @@ class _SessionsMixin:
     async def _foreign(self, key: str) -> bool:
         """Whether ``key`` is a session of another user_id/agent_id than this store's: it reads as unknown, and
         writes to it raise (the store never touches another owner's conversation)."""
-        if (self.user_id is None and self.agent_id is None) or key in self._known:
-            return False
+        if self.user_id is None and self.agent_id is None:
+            return False  # checked on every call: a key this store wrote may since belong to someone else
         return foreign_owner(await self.db.get_session(key), self.user_id, self.agent_id) is not None
 
     async def _messages(self, key: str, **kwargs: Any) -> list[Message]:
@@ -152,6 +152,8 @@ class _SessionsMixin:
     async def _append(self, key: str, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
+        if await self._foreign(key):
+            raise ValidationError(f"chat store key {key!r} is a session of another user_id/agent_id")
         if key not in self._known:
             await self._ensure(key)
         try:
