@@ -78,7 +78,7 @@ _DEMO_MARK = ("created_by", "agentbase demo")
 def _is_demo_file(path: str) -> bool:
     """Whether ``path`` is an SQLite file holding the demo's mark (read-only check)."""
     try:
-        con = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        con = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)  # as_uri escapes # ? %
         try:
             row = con.execute("SELECT value FROM meta WHERE key = ?", (_DEMO_MARK[0],)).fetchone()
         finally:
