@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as _PydanticError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 from .errors import ConfigError
 
@@ -242,6 +243,8 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
         return Settings(**overrides)
     except PydanticValidationError as exc:
         raise ConfigError(f"invalid settings: {exc}") from exc
+    except SettingsError as exc:  # e.g. AGENTBASE_RETRIEVAL=x: an environment value that cannot be parsed
+        raise ConfigError(f"invalid settings in the environment: {exc}") from exc
     finally:
         if config_file is not None:
             if old is None:

@@ -39,7 +39,7 @@ from .storage.entries import (
     row_to_entry,
 )
 from .timeutil import parse_time, to_db_time
-from .validation import check_id, check_limit
+from .validation import check_bool, check_id, check_limit
 
 __all__ = ["AgentBase"]
 
@@ -305,6 +305,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             raise ValidationError(f"query is {len(query):,} characters; at most retrieval.max_query_chars = "
                                   f"{max_chars:,} are searched (a question, not a document)")
         _check_reranker(reranker)
+        if trace is not None:
+            check_bool(trace, "trace")
         if token_budget is not None:
             check_limit(token_budget, "token_budget", maximum=10_000_000)
         if mode == "vector" and self.vector_error is not None:

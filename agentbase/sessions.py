@@ -98,6 +98,8 @@ async def list_sessions(ab: Any, *, user_id: str | None, agent_id: str | None, l
 
 async def update_session(ab: Any, session_id: str, *, metadata: dict[str, Any]) -> Session:
     db = await ab._open()
+    if not isinstance(metadata, dict):  # None would silently wipe it
+        raise ValidationError(f"metadata must be a dict (it replaces the session's), got {type(metadata).__name__}")
     meta = _check_meta(metadata)
     async with db.transaction() as conn:
         cur = await conn.execute("UPDATE sessions SET metadata = ?, updated_at = ? WHERE id = ?",
@@ -141,7 +143,9 @@ def _prepare(raw: Any) -> dict[str, Any]:
         raise ValidationError("message role must be a non-empty string of at most 64 characters")
     # An assistant message that only calls tools has content None in the OpenAI chat format: stored as "".
     content = raw.get("content")
-    content = check_text("" if content is None else content, "message content", allow_empty=True)
+    if content is None and raw.get("tool_calls"):
+        content = ""
+    content = check_text(content, "message content", allow_empty=True)
     tool_calls = raw.get("tool_calls")
     if tool_calls is not None and (not isinstance(tool_calls, list) or
                                    not all(isinstance(t, dict) for t in tool_calls)):

@@ -113,6 +113,17 @@ def check_int(value: Any, what: str, *, minimum: int = INT64_MIN, maximum: int =
     return value
 
 
+def check_bool(value: Any, what: str) -> bool:
+    """Return ``value`` if it is a bool.
+
+    Raises:
+        ValidationError: anything else (``"no"`` is truthy in Python; a flag given as a string is refused).
+    """
+    if not isinstance(value, bool):
+        raise ValidationError(f"{what} must be True or False, got {value!r}")
+    return value
+
+
 def _walk_json(value: Any, what: str, depth: int) -> None:
     if depth > 100:
         raise ValidationError(f"{what} is nested more than 100 levels deep")

@@ -25,6 +25,7 @@ from ..storage.entries import (
 from ..timeutil import parse_time, to_db_time
 from ..validation import (
     INT64_MAX,
+    check_bool,
     check_category,
     check_id,
     check_int,
@@ -142,6 +143,7 @@ class EntriesAPI:
         )
 
     async def _add(self, content: str, *, dedup: bool, **kw: Any) -> Entry:
+        check_bool(dedup, "dedup")
         entry = self._build_entry(content, **kw)
         db = await self._open()
         # The duplicate and id checks run inside the write transaction: of concurrent adds of one text, the first
@@ -166,11 +168,12 @@ class EntriesAPI:
         step = self.settings.ingest.confidence_step
         now = utcnow()
         tags = list(dict.fromkeys([*entry.tags, *repeat.tags]))
-        metadata = {**entry.metadata, **repeat.metadata}
-        await conn.execute("UPDATE entries SET confidence = MIN(1.0, confidence + ?), updated_at = ? WHERE id = ?",
-                           (step, to_db_time(now), entry.id))
-        hardened = entry.model_copy(update={"confidence": min(1.0, entry.confidence + step), "updated_at": now,
-                                            "tags": tags, "metadata": metadata})
+        metadata = {**repeat.metadata, **entry.metadata}  # new keys join; stored values stay
+        # Rounded to 6 places so repeated steps of 0.1 give 0.8, not 0.7999999999999999.
+        await conn.execute("UPDATE entries SET confidence = MIN(1.0, ROUND(confidence + ?, 6)), updated_at = ? "
+                           "WHERE id = ?", (step, to_db_time(now), entry.id))
+        hardened = entry.model_copy(update={"confidence": min(1.0, round(entry.confidence + step, 6)),
+                                            "updated_at": now, "tags": tags, "metadata": metadata})
         if tags != entry.tags or metadata != entry.metadata:
             row = await (await conn.execute("SELECT rid FROM entries WHERE id = ?", (entry.id,))).fetchone()
             await update_entry_row(conn, row[0], entry, hardened, engine=self.db.vector_engine, embed=True)
@@ -419,6 +422,12 @@ class EntriesAPI:
 
         check_text(uri, "uri")
         check_text(content)
+        check_text(mime_type, "mime_type")
+        if title is not None:
+            check_text(title, "title")
+        unknown = sorted(set(owners) - {*OWNER_KEYS, "scope"})
+        if unknown:  # a misspelt owner (user_idd=) would store the resource with no owner, visible to everyone
+            raise ValidationError(f"unknown argument(s) {unknown}; owners are {sorted({*OWNER_KEYS, 'scope'})}")
         check_int(chunk_chars, "chunk_chars", minimum=MIN_CHUNK_CHARS, maximum=INT64_MAX)
         metadata = check_metadata(metadata)
         spans = chunk_spans(content, chunk_chars)

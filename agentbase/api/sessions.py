@@ -8,6 +8,7 @@ from typing import Any
 from .. import sessions as _sessions
 from .._loop import bridged
 from ..models import Message, Session
+from ..validation import check_bool
 
 __all__ = ["SessionsAPI"]
 
@@ -87,7 +88,8 @@ class SessionsAPI:
         Raises:
             ValidationError: a malformed id.
         """
-        return await _sessions.delete_session(self, session_id, delete_memories=delete_memories)
+        return await _sessions.delete_session(self, session_id, delete_memories=check_bool(delete_memories,
+                                                                                          "delete_memories"))
 
     @bridged
     async def add_message(self, session_id: str, role: str, content: str, *, name: str | None = None,
