@@ -23,6 +23,8 @@ _PARSER = DateDataParser(settings={
 })
 _YEAR = re.compile(r"\d{4}")
 _YEAR_MONTH = re.compile(r"(\d{4})-(\d{2})")
+_TIME_ONLY = re.compile(r"(?i)(at\s+)?(\d{1,2}(:\d{2}){0,2}(\.\d+)?\s*([ap]\.?m\.?)?|noon|midnight)")
+_DATE_WITH_OFFSET = re.compile(r"(\d{4}-\d{2}-\d{2})(Z|[+-]\d{2}:\d{2})")
 _END = timedelta(microseconds=1)
 
 
@@ -70,10 +72,17 @@ def _parse_text(value: str) -> tuple[datetime, str]:
         return datetime.combine(date.fromisoformat(text), time(0)), "day"
     except ValueError:
         pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")), "time"
-    except ValueError:
-        pass
+    if _TIME_ONLY.fullmatch(text):  # dateparser would pick a day itself (the current day number in January)
+        raise ValidationError(f"cannot parse time {value!r}: a time of day needs a date")
+    if len(text) > 10 and text[10] in "Tt ":  # fromisoformat takes any character there: "2024-05-31+02:00"
+        try:                                 # would be 02:00, not a date with an offset
+            return datetime.fromisoformat(text.replace("Z", "+00:00")), "time"
+        except ValueError:
+            pass
+    offset_date = _DATE_WITH_OFFSET.fullmatch(text)
+    if offset_date:  # a date in a given zone: that day there
+        when = datetime.fromisoformat(f"{offset_date[1]}T00:00{offset_date[2].replace('Z', '+00:00')}")
+        return when, "day"
     try:
         float(text)
     except ValueError:

@@ -116,7 +116,8 @@ def max_rrf_score(weights: dict[str, float], k: int = 60, signals: list[str] | N
 
 
 def _norm(name: str) -> str:
-    return " ".join(name.replace("_", " ").casefold().split())
+    # Apostrophes as in tags (ner/base.py tag_for): a query's "O’Brien" is the tag ner_O'Brien.
+    return " ".join(name.replace("_", " ").replace("\u2019", "'").replace("\u02bc", "'").casefold().split())
 
 
 def _partial(a: str, b: str) -> bool:
