@@ -316,7 +316,6 @@ def _entry(row: dict[str, Any]) -> Entry:
 
 async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[str, int]) -> None:
     db = ab.db
-    embed = ab._embed_enabled()
     history: dict[str, list[dict[str, Any]]] = {}
     for h in t["history.jsonl"]:
         history.setdefault(h["entry_id"], []).append(h)
@@ -338,7 +337,7 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
             await _insert_history(conn, events)
             if not events:
                 await record_history(conn, row["id"], "ADD", None, new.l2_full, now, {"source": "archive"})
-            if embed and row.get("embedded", True):
+            if row.get("embedded", True):
                 await enqueue_job(conn, "embed", row["id"], now)
             stats["entries_added"] += 1
             continue
@@ -349,7 +348,7 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
             stats["entries_unchanged"] += 1
             continue
         revised = new.model_copy(update={"created_at": old.created_at, "updated_at": utcnow()})
-        await update_entry_row(conn, local[0], old, revised, engine=db.vector_engine, embed=embed)
+        await update_entry_row(conn, local[0], old, revised, engine=db.vector_engine)
         if old.status != new.status and all(getattr(old, f) == getattr(new, f)
                                             for f in ("l2_full", "metadata", "tags", "category")):
             await record_history(conn, old.id, "UPDATE", old.l2_full, new.l2_full, now,

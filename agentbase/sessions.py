@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 from .errors import NotFoundError, StorageError, ValidationError
-from .ingest.dedup import content_hash
+from .ingest.dedup import content_hash, harden_confidence
 from .ingest.facts import extract_facts
 from .ingest.summary import summarize_session
 from .models import ContextType, Message, Scope, Session, utcnow
@@ -45,10 +45,6 @@ def _message(row: tuple) -> Message:
                    metadata=json.loads(row[8]), created_at=from_db_time(row[9]))
 
 
-def _check_meta(metadata: Any) -> dict[str, Any]:
-    return check_metadata(metadata)
-
-
 async def create_session(ab: Any, *, session_id: str | None, user_id: str | None, agent_id: str | None,
                          project_id: str | None, metadata: dict[str, Any] | None, created_at: Any) -> Session:
     db = await ab._open()
@@ -56,7 +52,7 @@ async def create_session(ab: Any, *, session_id: str | None, user_id: str | None
     for key, value in (("user_id", user_id), ("agent_id", agent_id), ("project_id", project_id)):
         if value is not None:
             check_id(value, key)
-    meta = _check_meta(metadata)
+    meta = check_metadata(metadata)
     now = to_db_time(parse_time(created_at) or utcnow())
     async with db.transaction() as conn:
         await conn.execute(
@@ -100,7 +96,7 @@ async def update_session(ab: Any, session_id: str, *, metadata: dict[str, Any]) 
     db = await ab._open()
     if not isinstance(metadata, dict):  # None would silently wipe it
         raise ValidationError(f"metadata must be a dict (it replaces the session's), got {type(metadata).__name__}")
-    meta = _check_meta(metadata)
+    meta = check_metadata(metadata)
     async with db.transaction() as conn:
         cur = await conn.execute("UPDATE sessions SET metadata = ?, updated_at = ? WHERE id = ?",
                                  (json.dumps(meta, ensure_ascii=False), to_db_time(utcnow()),
@@ -154,7 +150,7 @@ def _prepare(raw: Any) -> dict[str, Any]:
     for key in ("name", "tool_call_id", "id"):
         if raw.get(key) is not None:
             check_id(raw[key], key)
-    meta = _check_meta(raw.get("metadata"))
+    meta = check_metadata(raw.get("metadata"))
     try:
         calls = json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None
     except (TypeError, ValueError) as exc:
@@ -245,7 +241,7 @@ async def get_message(ab: Any, session_id: str, message_id: str) -> Message | No
 
 async def update_message(ab: Any, session_id: str, message_id: str, *, metadata: dict[str, Any]) -> Message:
     db = await ab._open()
-    meta = _check_meta(metadata)
+    meta = check_metadata(metadata)
     async with db.transaction() as conn:
         cur = await conn.execute("UPDATE messages SET metadata = ? WHERE session_id = ? AND id = ?",
                                  (json.dumps(meta, ensure_ascii=False), check_id(session_id, "session_id"),
@@ -307,7 +303,6 @@ async def _commit_once(ab: Any, session_id: str) -> dict[str, Any]:
     entity_lists = await _turn_entities(ab, turns)
     contexts = await _reply_contexts(ab, session_id, turns)
     embed_roles = set(ab.settings.ingest.embed_roles)
-    embed = ab._embed_enabled()
     now = utcnow()
     links: list[tuple[str, str, str, int | None]] = []
     turn_entries = []
@@ -330,19 +325,19 @@ async def _commit_once(ab: Any, session_id: str) -> dict[str, Any]:
         row = await (await conn.execute("SELECT committed_seq FROM sessions WHERE id = ?", (session_id,))).fetchone()
         if row is None or row[0] != session.committed_seq:
             raise _CommitRaced
-        await insert_entries(conn, turn_entries, embed=[embed and m.role in embed_roles for m in turns])
+        await insert_entries(conn, turn_entries, embed=[m.role in embed_roles for m in turns])
         result["turns"] = len(turn_entries)
         for msg, entry, tags in zip(turns, turn_entries, turn_tags):
             links.append((session_id, entry.id, "turn", msg.seq))
             if msg.role == "user":
                 for fact in extract_facts(msg.content, subject=msg.name or "User"):
-                    counts, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, embed, now)
+                    counts, eid = await _store_fact(ab, conn, fact, owners, session_id, msg, tags, now)
                     for key, n in counts.items():
                         result[key] += n
                     links.append((session_id, eid, "fact", msg.seq))
         from .graph import ingest_session_relations  # temporal graph relations from the committed turns
         await ingest_session_relations(ab, conn, session, turns, entity_lists, links)
-        summary_id = await _store_summary(ab, conn, session, owners, embed)
+        summary_id = await _store_summary(ab, conn, session, owners)
         if summary_id:
             links.append((session_id, summary_id, "summary", None))
             result["summary_id"] = summary_id
@@ -407,7 +402,7 @@ async def _turn_entities(ab: Any, turns: list[Message]) -> list[list[Any]]:
 
 
 async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], session_id: str, msg: Message,
-                      tags: list[str], embed: bool, now: Any) -> tuple[str, str]:
+                      tags: list[str], now: Any) -> tuple[str, str]:
     """Insert, harden or supersede one extracted fact. Returns (counter increments, entry id)."""
     owner_sql = " AND ".join(f"{k} IS ?" for k in owners)
     owner_params = list(owners.values())
@@ -417,9 +412,10 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         f"AND superseded_by IS NULL AND {owner_sql} LIMIT 1", [text_hash, fact.category, *owner_params])).fetchone()
     if row is not None:
         old = row_to_entry(row)
-        hardened = old.model_copy(update={"confidence": min(1.0, old.confidence + ab.settings.ingest.confidence_step),
+        hardened = old.model_copy(update={"confidence": harden_confidence(old.confidence,
+                                                                          ab.settings.ingest.confidence_step),
                                           "updated_at": now})
-        await update_entry_row(conn, row[0], old, hardened, engine=ab.db.vector_engine, embed=embed)
+        await update_entry_row(conn, row[0], old, hardened, engine=ab.db.vector_engine)
         return {"facts_hardened": 1}, old.id
     entry = ab._build_entry(
         fact.text, category=fact.category, tags=tags, metadata={"source": "session", "message_id": msg.id,
@@ -438,7 +434,7 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
             await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
                                  {"superseded_by": entry.id})
             counts["facts_superseded"] += 1
-    await insert_entry(conn, entry, fact_key=fact.subject_key, embed=embed)
+    await insert_entry(conn, entry, fact_key=fact.subject_key)
     return counts, entry.id
 
 
@@ -464,7 +460,7 @@ def _summary_tags(text: str, turn_tags: list[str], old_tags: list[str]) -> list[
     return list(tags.values())
 
 
-async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any], embed: bool) -> str | None:
+async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any]) -> str | None:
     rows = await (await conn.execute("SELECT role, content FROM messages WHERE session_id = ? ORDER BY seq",
                                      (session.id,))).fetchall()
     text = summarize_session([(r[0], r[1]) for r in rows if r[0] in TURN_ROLES])
@@ -484,12 +480,12 @@ async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str,
                                      "content_hash": content_hash(text), "updated_at": utcnow(),
                                      "event_time": from_db_time(last_time[0]),
                                      "tags": _summary_tags(text, turn_tags, old.tags)})
-        await update_entry_row(conn, existing[0], old, new, engine=ab.db.vector_engine, embed=embed)
+        await update_entry_row(conn, existing[0], old, new, engine=ab.db.vector_engine)
         return old.id
     entry = ab._build_entry(text, category="summary", tags=_summary_tags(text, turn_tags, []),
                             metadata={"source": "session_summary"}, scope=Scope.SESSION,
                             owners={**owners, "session_id": session.id}, confidence=1.0, importance=0.5,
                             event_time=from_db_time(last_time[0]), context_type=ContextType.MEMORY, entry_id=None,
                             extra={}, extract_entities=False)
-    await insert_entry(conn, entry, fact_key=None, embed=embed)
+    await insert_entry(conn, entry, fact_key=None)
     return entry.id

@@ -190,7 +190,6 @@ async def import_skill_dir(ab: Any, path: str | Path, *, max_files: int, max_byt
                             confidence=1.0, importance=0.5, event_time=None, context_type=ContextType.SKILL,
                             entry_id=None, extra={"name": name, "description": description})
     db = await ab._open()
-    embed = ab._embed_enabled()
     async with db.transaction() as conn:
         rows = await (await conn.execute(
             f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'skill' AND name = ? AND user_id IS ? "
@@ -201,14 +200,14 @@ async def import_skill_dir(ab: Any, path: str | Path, *, max_files: int, max_byt
             entry = built.model_copy(update={"id": old.id, "created_at": old.created_at,
                                              "access_count": old.access_count,
                                              "last_accessed_at": old.last_accessed_at})
-            await update_entry_row(conn, rows[0][0], old, entry, engine=db.vector_engine, embed=embed)
+            await update_entry_row(conn, rows[0][0], old, entry, engine=db.vector_engine)
             for dup in rows[1:]:
                 await delete_entry_row(conn, dup[0], row_to_entry(dup), engine=db.vector_engine,
                                        now=to_db_time(entry.updated_at))
             await conn.execute("DELETE FROM skill_files WHERE skill_id = ?", (entry.id,))
         else:
             entry = built
-            await insert_entry(conn, entry, fact_key=None, embed=embed)
+            await insert_entry(conn, entry, fact_key=None)
         await conn.executemany("INSERT INTO skill_files(skill_id, path, content, size_bytes, sha256) "
                                "VALUES (?, ?, ?, ?, ?)", [(entry.id, *f) for f in files])
     ab._notify()

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._loop import bridged
 from ..errors import NotFoundError, ValidationError
-from ..ingest.dedup import content_hash
+from ..ingest.dedup import content_hash, harden_confidence
 from ..ingest.tiers import l0_abstract, l1_overview
 from ..models import ContextType, Entry, HistoryEvent, Scope, utcnow
 from ..ner import entity_tags
@@ -44,12 +44,6 @@ class EntriesAPI:
     """Methods mixed into :class:`~agentbase.engine.AgentBase`; see its docstring for construction."""
 
     # ------------------------------------------------------------------ entries
-    def _embed_enabled(self) -> bool:
-        # Jobs are queued even with no embedder configured, or while the stored vectors have another dimension:
-        # nothing runs them then, and they run once the file is opened with an embedder that fits (or after
-        # `reindex`), so entries written in a keyword-only period still get their vectors.
-        return True
-
     def _notify(self) -> None:
         if self.worker is not None:
             self.worker.notify()
@@ -59,14 +53,14 @@ class EntriesAPI:
         return list(dict.fromkeys([*tags, *ner]))
 
     async def _find_duplicate(self, conn: Any, text_hash: str, context_type: str,
-                              owners: dict[str, Any]) -> Entry | None:
+                              owners: dict[str, Any]) -> tuple[int, Entry] | None:
         sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND context_type = ? AND status='active'"
         params: list[Any] = [text_hash, context_type]
         for key in OWNER_KEYS:
             sql += f" AND {key} IS ?"
             params.append(owners.get(key))
         row = await (await conn.execute(sql + " LIMIT 1", params)).fetchone()
-        return row_to_entry(row) if row else None
+        return (row[0], row_to_entry(row)) if row else None
 
     @bridged
     async def add_memory(self, content: str, *, category: str = "fact", tags: list[str] | None = None,
@@ -153,30 +147,23 @@ class EntriesAPI:
                 existing = await self._find_duplicate(conn, entry.content_hash, entry.context_type.value,
                                                       {k: getattr(entry, k) for k in OWNER_KEYS})
                 if existing is not None:
-                    return await self._harden(conn, existing, entry)
+                    return await self._harden(conn, *existing, entry)
             if kw.get("entry_id") is not None and \
                     await (await conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry.id,))).fetchone():
                 raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
-            await insert_entry(conn, entry, fact_key=None, embed=self._embed_enabled())
+            await insert_entry(conn, entry, fact_key=None)
         self._notify()
         return entry
 
-    async def _harden(self, conn: Any, entry: Entry, repeat: Entry) -> Entry:
-        """A repeated fact raises confidence by ``ingest.confidence_step`` (capped at 1.0), inside the caller's
-        write transaction ``conn``; the repeat's tags and metadata keys join the stored ones (a caller's new tag is
-        never dropped)."""
-        step = self.settings.ingest.confidence_step
-        now = utcnow()
-        tags = list(dict.fromkeys([*entry.tags, *repeat.tags]))
-        metadata = {**repeat.metadata, **entry.metadata}  # new keys join; stored values stay
-        # Rounded to 6 places so repeated steps of 0.1 give 0.8, not 0.7999999999999999.
-        await conn.execute("UPDATE entries SET confidence = MIN(1.0, ROUND(confidence + ?, 6)), updated_at = ? "
-                           "WHERE id = ?", (step, to_db_time(now), entry.id))
-        hardened = entry.model_copy(update={"confidence": min(1.0, round(entry.confidence + step, 6)),
-                                            "updated_at": now, "tags": tags, "metadata": metadata})
-        if tags != entry.tags or metadata != entry.metadata:
-            row = await (await conn.execute("SELECT rid FROM entries WHERE id = ?", (entry.id,))).fetchone()
-            await update_entry_row(conn, row[0], entry, hardened, engine=self.db.vector_engine, embed=True)
+    async def _harden(self, conn: Any, rid: int, entry: Entry, repeat: Entry) -> Entry:
+        """A repeated memory's confidence rises by ``ingest.confidence_step`` (:func:`harden_confidence`), inside
+        the caller's write transaction ``conn``; the repeat's tags and new metadata keys join the stored ones (a
+        caller's new tag is never dropped; stored metadata values stay)."""
+        hardened = entry.model_copy(update={
+            "confidence": harden_confidence(entry.confidence, self.settings.ingest.confidence_step),
+            "updated_at": utcnow(), "tags": list(dict.fromkeys([*entry.tags, *repeat.tags])),
+            "metadata": {**repeat.metadata, **entry.metadata}})
+        await update_entry_row(conn, rid, entry, hardened, engine=self.db.vector_engine)
         return hardened
 
     async def _row(self, entry_id: str, owners: dict[str, Any] | None = None,
@@ -294,7 +281,7 @@ class EntriesAPI:
             elif new_tags is not None:
                 changes["tags"] = list(dict.fromkeys([*user_tags, *(t for t in old.tags if t.startswith("ner_"))]))
             new = old.model_copy(update=changes)
-            await update_entry_row(conn, rid, old, new, engine=db.vector_engine, embed=self._embed_enabled())
+            await update_entry_row(conn, rid, old, new, engine=db.vector_engine)
         self._notify()
         return new
 
@@ -443,7 +430,7 @@ class EntriesAPI:
                 extra={"uri": uri, "mime_type": mime_type, "name": title}))
         async with db.transaction() as conn:
             for e in entries:
-                await insert_entry(conn, e, fact_key=None, embed=self._embed_enabled())
+                await insert_entry(conn, e, fact_key=None)
         self._notify()
         return entries
 

@@ -207,6 +207,7 @@ def harden_confidence(confidence: float, step: float = 0.1) -> float:
         step: increment per repetition.
 
     Returns:
-        ``min(1.0, confidence + step)``.
+        ``min(1.0, confidence + step)``, rounded to 6 decimal places so that repeated steps of 0.1 land on 0.8,
+        not 0.7999999999999999.
     """
-    return min(1.0, max(0.0, confidence) + step)
+    return min(1.0, round(max(0.0, confidence) + step, 6))

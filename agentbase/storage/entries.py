@@ -186,12 +186,12 @@ async def insert_entries(conn: Any, entries: list[Entry], *, fact_keys: list[str
         [(e.id, *(to_db_time(e.updated_at),) * 3) for e, f in zip(entries, flags) if f])
 
 
-async def insert_entry(conn: Any, entry: Entry, *, fact_key: str | None, embed: bool) -> None:
-    """Insert one entry with its tags, an ADD history event and (if ``embed``) an embedding job."""
-    await insert_entries(conn, [entry], fact_keys=[fact_key], embed=embed)
+async def insert_entry(conn: Any, entry: Entry, *, fact_key: str | None) -> None:
+    """Insert one entry with its tags, an ADD history event and an embedding job."""
+    await insert_entries(conn, [entry], fact_keys=[fact_key])
 
 
-async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str, embed: bool) -> None:
+async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str) -> None:
     """Write ``new`` over row ``rid``; if the text changed, drop the stale vector and queue a new one."""
     now = to_db_time(new.updated_at)
     await conn.execute(
@@ -214,8 +214,7 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
         await conn.execute("UPDATE entries SET fact_key = NULL WHERE rid = ?", (rid,))
         await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now)
         await delete_vector(conn, engine, rid)
-        if embed:
-            await enqueue_job(conn, "embed", new.id, now)
+        await enqueue_job(conn, "embed", new.id, now)
     else:
         changed = [f for f in ("metadata", "tags", "category", "status") if getattr(new, f) != getattr(old, f)]
         if changed:
