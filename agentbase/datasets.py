@@ -140,19 +140,16 @@ async def ingest_conversation(db: Any, conv: Conversation, *, user_id: str | Non
     counts = {"sessions": 0, "messages": 0, "entries": 0, "sessions_existing": 0}
     for s in conv.sessions:
         if await db.get_session(s.session_id) is not None and await db.get_messages(s.session_id, limit=1):
-            result = await db.commit_session(s.session_id)
             counts["sessions_existing"] += 1
-            counts["messages"] += result["messages"]
-            counts["entries"] += result["turns"] + result["facts_added"] + (1 if result["summary_id"] else 0)
-            continue
-        await db.create_session(session_id=s.session_id, user_id=owner, created_at=s.date,
-                                metadata={"source_session_id": s.session_id, "date": s.date.isoformat()})
-        if s.turns:
-            await db.add_messages(s.session_id, [
-                {k: v for k, v in t.items() if k in ("role", "content", "name", "created_at", "metadata")}
-                for t in s.turns if isinstance(t.get("content"), str)])
+        else:
+            await db.create_session(session_id=s.session_id, user_id=owner, created_at=s.date,
+                                    metadata={"source_session_id": s.session_id, "date": s.date.isoformat()})
+            if s.turns:
+                await db.add_messages(s.session_id, [
+                    {k: v for k, v in t.items() if k in ("role", "content", "name", "created_at", "metadata")}
+                    for t in s.turns if isinstance(t.get("content"), str)])
+            counts["sessions"] += 1
         result = await db.commit_session(s.session_id)
-        counts["sessions"] += 1
         counts["messages"] += result["messages"]
         counts["entries"] += result["turns"] + result["facts_added"] + (1 if result["summary_id"] else 0)
     return counts

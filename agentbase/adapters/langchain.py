@@ -195,26 +195,21 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
     def _session_kwargs(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "user_id": self.user_id, "agent_id": self.agent_id}
 
-    def _owner_error(self, session: Any) -> NotFoundError | None:
-        key = foreign_owner(session, self.user_id, self.agent_id)
-        return NotFoundError(f"session {self.session_id!r} belongs to another {key} than this history's") \
-            if key else None
+    def _foreign(self) -> str | None:
+        """Which owner of the session differs from this history's ``user_id``/``agent_id`` (None: usable). A
+        foreign session reads as unknown (``[]``) and writes to it raise NotFoundError."""
+        if self.user_id is None and self.agent_id is None:
+            return None
+        return foreign_owner(self._aio.sync.get_session(self.session_id), self.user_id, self.agent_id)
 
-    def _scoped(self) -> bool:
-        return self.user_id is not None or self.agent_id is not None
+    async def _aforeign(self) -> str | None:
+        if self.user_id is None and self.agent_id is None:
+            return None
+        return foreign_owner(await self._aio.get_session(self.session_id), self.user_id, self.agent_id)
 
-    def _check_owner(self) -> None:
-        """Writes: raise NotFoundError when the session belongs to another user/agent than this history's."""
-        if self._scoped():
-            error = self._owner_error(self._aio.sync.get_session(self.session_id))
-            if error is not None:
-                raise error
-
-    async def _acheck_owner(self) -> None:
-        if self._scoped():
-            error = self._owner_error(await self._aio.get_session(self.session_id))
-            if error is not None:
-                raise error
+    def _refuse(self, key: str | None) -> None:
+        if key:
+            raise NotFoundError(f"session {self.session_id!r} belongs to another {key} than this history's")
 
     # ------------------------------------------------------------------ reads
     @property
@@ -223,7 +218,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
 
         A session of another ``user_id``/``agent_id`` than this history's reads as unknown (``[]``).
         """
-        if self._scoped() and self._owner_error(self._aio.sync.get_session(self.session_id)):
+        if self._foreign():
             return []
         return [row_to_message(m) for m in self._aio.sync.get_messages(self.session_id)]
 
@@ -233,7 +228,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         Returns:
             A new list of the session's messages in insertion order.
         """
-        if self._scoped() and self._owner_error(await self._aio.get_session(self.session_id)):
+        if await self._aforeign():
             return []
         return [row_to_message(m) for m in await self._aio.get_messages(self.session_id)]
 
@@ -251,7 +246,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         rows = [message_to_row(m) for m in messages]
         if not rows:
             return
-        self._check_owner()
+        self._refuse(self._foreign())
         sync = self._aio.sync
         try:
             sync.add_messages(self.session_id, rows)
@@ -268,7 +263,7 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         rows = [message_to_row(m) for m in messages]
         if not rows:
             return
-        await self._acheck_owner()
+        self._refuse(await self._aforeign())
         try:
             await self._aio.add_messages(self.session_id, rows)
         except NotFoundError:
@@ -282,18 +277,18 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
             messages: the new conversation (may be empty).
         """
         rows = [message_to_row(m) for m in messages]
-        self._check_owner()
+        self._refuse(self._foreign())
         self._aio.sync.create_session(**self._session_kwargs())
         self._aio.sync.replace_messages(self.session_id, rows)
 
     def clear(self) -> None:
         """Delete every message of the session (the session and its committed memories stay)."""
-        self._check_owner()
+        self._refuse(self._foreign())
         self._aio.sync.clear_messages(self.session_id)
 
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
-        await self._acheck_owner()
+        self._refuse(await self._aforeign())
         await self._aio.clear_messages(self.session_id)
 
     def close(self) -> None:
