@@ -137,6 +137,7 @@ def _prepare(raw: Any) -> dict[str, Any]:
     role = raw.get("role")
     if not isinstance(role, str) or not role.strip() or len(role) > 64:
         raise ValidationError("message role must be a non-empty string of at most 64 characters")
+    check_text(role, "message role")  # lone surrogates, NUL
     # An assistant message that only calls tools has content None in the OpenAI chat format: stored as "".
     content = raw.get("content")
     if content is None and raw.get("tool_calls"):

@@ -74,7 +74,7 @@ def test_openai_adapter_and_http_scope_threads_to_their_user(sdb):
         OpenAIAssistantAdapter(sdb, user_id="bob").retrieve_thread("shared")
     assert OpenAIAssistantAdapter(sdb, user_id="alice").retrieve_thread("shared")["id"] == "shared"
     beta = {"OpenAI-Beta": "assistants=v2"}
-    with TestClient(create_app(sdb), raise_server_exceptions=False) as client:
+    with TestClient(create_app(sdb), raise_server_exceptions=False, base_url="http://127.0.0.1") as client:
         made = client.post("/v1/threads", json={}, headers={**beta, "X-AgentBase-User": "alice"}).json()
         assert sdb.sync.get_session(made["id"]).user_id == "alice"
         as_bob = {**beta, "X-AgentBase-User": "bob"}
@@ -82,3 +82,41 @@ def test_openai_adapter_and_http_scope_threads_to_their_user(sdb):
         assert client.get(f"/v1/threads/{made['id']}/messages", headers=as_bob).status_code == 404
         assert client.get(f"/v1/threads/{made['id']}", headers={**beta, "X-AgentBase-User": "alice"}).status_code \
             == 200
+
+
+def test_http_scope_hides_unowned_threads_and_is_never_dropped_on_mcp(sdb):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from agentbase.web import create_app
+
+    sdb.sync.create_session(session_id="admin-s")  # no owner
+    sdb.sync.add_message("admin-s", "user", "admin secret")
+    beta = {"OpenAI-Beta": "assistants=v2"}
+    alice = {**beta, "X-AgentBase-User": "alice"}
+    with TestClient(create_app(sdb), raise_server_exceptions=False, base_url="http://127.0.0.1") as client:
+        assert client.get("/v1/threads/admin-s/messages", headers=alice).status_code == 404
+        assert client.delete("/v1/conversations/admin-s", headers=alice).status_code == 404
+        assert client.get("/v1/threads/admin-s/messages", headers=beta).status_code == 200  # unscoped: allowed
+        # the MCP endpoint is not owner-scoped: a scoped request is refused, not silently widened
+        mcp = client.post("/mcp", headers={"X-AgentBase-User": "alice"}, json={})
+        assert mcp.status_code == 403
+        # a second, different owner header (a gateway that appends) is refused
+        both = client.get("/api/v1/entries", headers=[("X-AgentBase-User", "bob"), ("X-AgentBase-User", "alice")])
+        assert both.status_code == 400
+        # DNS rebinding: another Host or Origin than this machine gets 421 without tokens
+        assert client.get("/api/v1/entries", headers={"Host": "evil.example:8000"}).status_code == 421
+        assert client.get("/api/v1/entries", headers={"Origin": "http://evil.example"}).status_code == 421
+        assert client.get("/api/v1/entries", headers={"Origin": "http://localhost:3000"}).status_code == 200
+        # bodies above 2 MiB on the OpenAI routes too
+        made = client.post("/v1/threads", json={}, headers=alice).json()
+        big = {"role": "user", "content": "word " * (1024 * 1024)}
+        assert client.post(f"/v1/threads/{made['id']}/messages", json=big, headers=alice).status_code == 413
+        # bad input that reached the database as a 500
+        assert client.get("/api/v1/traces", params={"offset": 10**20}).status_code == 400
+        bad_role = client.post("/api/v1/sessions", json={"session_id": "s1"})
+        assert bad_role.status_code in (200, 201)
+        raw = b'{"role": "\\ud800", "content": "x"}'
+        r = client.post("/api/v1/sessions/s1/messages", content=raw, headers={"content-type": "application/json"})
+        assert r.status_code == 400
+    assert [m.content for m in sdb.sync.get_messages("admin-s")] == ["admin secret"]

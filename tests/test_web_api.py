@@ -34,7 +34,7 @@ async def db(tmp_path):
 
 @pytest.fixture
 def client(db):
-    with TestClient(create_app(db)) as c:
+    with TestClient(create_app(db), base_url="http://127.0.0.1") as c:
         yield c
 
 
@@ -185,7 +185,7 @@ def test_bearer_tokens_guard_api_dashboard_and_mcp(db):
             ("post", "/api/v1/memories"), ("get", "/api/v1/traces"), ("get", "/api/v1/debug/graph"),
             ("get", "/dashboard/"), ("get", "/dashboard/entries"), ("get", "/dashboard/static/plotly.min.js"),
             ("post", "/mcp"), ("get", "/openapi.json"), ("get", "/v1/threads/x")]
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "tok-1"},
                         {"Authorization": "Basic tok-1"}):
             for method, url in urls:

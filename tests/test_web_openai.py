@@ -23,7 +23,7 @@ def sdb(tmp_path):
 
 @pytest.fixture
 def client(sdb):
-    with TestClient(create_app(sdb), raise_server_exceptions=False) as c:
+    with TestClient(create_app(sdb), raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
         yield c
 
 
@@ -155,7 +155,7 @@ def test_unexpected_errors_do_not_leak(sdb, monkeypatch):
         raise RuntimeError("secret internal detail /etc/passwd")
 
     monkeypatch.setattr(app.state.openai_adapter, "retrieve_thread", boom)
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
         r = c.get("/v1/threads/thread_x")
     err = assert_error(r, 500)
     assert "secret" not in r.text and "RuntimeError" not in r.text and err["type"] == "server_error"
@@ -170,14 +170,14 @@ def test_bearer_tokens(sdb):
         r = c.post("/v1/threads", json={}, headers={"Authorization": "Bearer t2", **BETA})
         assert r.status_code == 200
         assert c.get(f"/v1/threads/{r.json()['id']}", headers={"authorization": "bearer t1"}).status_code == 200
-    with TestClient(create_app(sdb, tokens=[])) as c:  # empty list: no auth
+    with TestClient(create_app(sdb, tokens=[]), base_url="http://127.0.0.1") as c:  # empty list: no auth
         assert c.post("/v1/threads", json={}).status_code == 200
 
 
 def test_create_app_from_a_path_owns_the_database(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTBASE_EMBEDDER__PROVIDER", "hash")
     app = create_app(tmp_path / "owned.db")
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         assert c.post("/v1/threads", json={}).status_code == 200
     assert app.state.agentbase.db is None  # closed on shutdown
 
@@ -204,6 +204,6 @@ def test_serve_cli_refuses_public_hosts_without_tokens(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTBASE_AUTH__TOKENS", '["from-env"]')
     r = runner.invoke(cli, ["serve", "--db", path, "--host", "192.168.1.5"])
     assert r.exit_code == 0 and calls[-1][1]["host"] == "192.168.1.5"
-    with TestClient(calls[-1][0], raise_server_exceptions=False) as c:  # (its database is closed by now)
+    with TestClient(calls[-1][0], raise_server_exceptions=False, base_url="http://127.0.0.1") as c:  # (its database is closed by now)
         assert c.post("/v1/threads", json={}).status_code == 401
         assert c.post("/v1/threads", json={}, headers={"Authorization": "Bearer from-env"}).status_code != 401

@@ -40,16 +40,21 @@ class AsyncOpenAIAssistantAdapter:
             their metadata, if any). The owner scopes :meth:`retrieve_context` and the memories a commit
             writes.
         agent_id: agent id recorded on new sessions.
+        exclusive: with ``user_id``/``agent_id``, threads whose session has no owner are another owner's too
+            (404): the HTTP server sets it for requests scoped by ``X-AgentBase-User``, whose owner must see only
+            their own threads, as on ``/api/v1``.
 
     Raises:
         UsageError: ``db`` is not an AgentBase.
     """
 
-    def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None):
+    def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None,
+                 exclusive: bool = False):
         self._aio = _resolve(db)
         self._blocking: Any = None  # set by the sync adapter: db.sync, whose calls never suspend
         self.user_id = user_id
         self.agent_id = agent_id
+        self.exclusive = exclusive
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if self._blocking is not None:
@@ -61,7 +66,7 @@ class AsyncOpenAIAssistantAdapter:
             raise OpenAIValidationError(f"Invalid '{what}_id': expected a non-empty string.", f"{what}_id")
         session = await self._call("get_session", session_id)
         # Another user's (or agent's) thread is as unknown to this adapter as a missing one.
-        if session is None or foreign_owner(session, self.user_id, self.agent_id):
+        if session is None or foreign_owner(session, self.user_id, self.agent_id, unowned_is_foreign=self.exclusive):
             raise _NotFound(f"No {what} found with id '{session_id}'.")
         return session
 

@@ -6,8 +6,7 @@ from typing import Any
 
 from .. import observability as _obs
 from .._loop import bridged
-from ..errors import ValidationError
-from ..validation import check_id, check_limit
+from ..validation import check_id, check_int, check_limit
 
 __all__ = ["DebugAPI"]
 
@@ -33,8 +32,7 @@ class DebugAPI:
             ValidationError: bad limit or offset.
         """
         check_limit(limit, "limit", maximum=1000)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValidationError("offset must be a non-negative integer")
+        check_int(offset, "offset", minimum=0)
         db = await self._open()
         await self._drain_background()
         return await _obs.list_traces(db, limit, offset)

@@ -106,7 +106,10 @@ def owner_of(request: Request, user_id: str | None = None) -> str | None:
     Raises:
         HTTPException: 400 when the header is empty or the named owners disagree.
     """
-    header = request.headers.get(OWNER_HEADER)
+    sent = request.headers.getlist(OWNER_HEADER)
+    if len(set(sent)) > 1:  # a gateway that appends instead of replacing must not let the client's value win
+        raise HTTPException(400, f"{OWNER_HEADER} was sent {len(sent)} times with different values.")
+    header = sent[0] if sent else None
     if header is not None and not header.strip():
         raise HTTPException(400, f"The {OWNER_HEADER} header is empty.")
     named = {v for v in (header.strip() if header else None, request.query_params.get("user_id"), user_id)

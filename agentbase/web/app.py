@@ -11,17 +11,21 @@ import hmac
 import os
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterable
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
 from ..adapters.openai_assistants import AsyncOpenAIAssistantAdapter
+from ..mcp_http import is_loopback
 from .api_observability import router as api_observability_router
+from .api_routes import OWNER_HEADER
 from .api_routes import router as api_router
 from .dashboard import router as dashboard_router
 from .errors import error_body, install_error_handlers
 from .openai_routes import router as openai_router
 
-__all__ = ["BearerAuthMiddleware", "create_app"]
+__all__ = ["BearerAuthMiddleware", "LoopbackOnlyMiddleware", "McpUnscopedMiddleware", "create_app"]
 
 
 class BearerAuthMiddleware:
@@ -56,12 +60,75 @@ class BearerAuthMiddleware:
         if scope["type"] != "http" or self._allowed(scope):
             await self.app(scope, receive, send)
             return
-        from fastapi.responses import JSONResponse
-
         body = error_body("Missing or invalid bearer token: send 'Authorization: Bearer <token>'.",
                           code="invalid_api_key")
         response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
         await response(scope, receive, send)
+
+
+def _local(netloc: str) -> bool:
+    """Whether a ``Host`` / ``Origin`` netloc (``name``, ``name:port``, ``[::1]:port``) names this machine."""
+    host = netloc.rsplit("@", 1)[-1]
+    host = host[:host.index("]") + 1] if host.startswith("[") and "]" in host else host.split(":")[0]
+    return bool(host) and is_loopback(host)
+
+
+class LoopbackOnlyMiddleware:
+    """Pure ASGI middleware for a server without tokens (which trusts whoever can reach it: this machine).
+
+    A request whose ``Host`` or ``Origin`` names another host gets 421: that is a web page that pointed its own
+    domain at 127.0.0.1 (DNS rebinding) to reach the local API from a browser. The same check the MCP SDK applies
+    on ``/mcp``.
+
+    Args:
+        app: the wrapped ASGI app.
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Check HTTP requests, then pass them on (lifespan/other scopes pass unchanged).
+
+        Args:
+            scope, receive, send: the ASGI triple.
+        """
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+            origin = headers.get("origin")
+            if not _local(headers.get("host", "")) or (origin and not _local(urlsplit(origin).netloc)):
+                await JSONResponse(error_body("Host or Origin is not this machine (DNS rebinding?); this server "
+                                              "without tokens answers local clients only.", code="invalid_host"),
+                                   status_code=421)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class McpUnscopedMiddleware:
+    """Pure ASGI middleware: a ``/mcp`` request carrying ``X-AgentBase-User`` gets 403. This app's MCP endpoint
+    sees every owner (run ``agentbase-mcp --http --user-id U`` for an owner-pinned one), so a gateway's owner scope
+    must never be silently dropped there.
+
+    Args:
+        app: the wrapped ASGI app.
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Refuse owner-scoped ``/mcp`` requests, pass everything else on.
+
+        Args:
+            scope, receive, send: the ASGI triple.
+        """
+        if scope["type"] == "http" and scope.get("path", "").rstrip("/") == "/mcp" and \
+                any(k.lower() == OWNER_HEADER.lower().encode() for k, _ in scope.get("headers") or []):
+            await JSONResponse(error_body(f"/mcp is not owner-scoped: {OWNER_HEADER} cannot be honoured here; "
+                                          "run `agentbase-mcp --http --user-id U` for an owner-pinned MCP server.",
+                                          code="owner_scope_unsupported"), status_code=403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "AgentBase") -> FastAPI:
@@ -114,8 +181,11 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
         app.add_route("/mcp", mcp_asgi_app(aio, tokens=accepted), include_in_schema=False)
     except ImportError:
         pass
+    app.add_middleware(McpUnscopedMiddleware)
     if accepted:
         app.add_middleware(BearerAuthMiddleware, tokens=accepted)
+    else:
+        app.add_middleware(LoopbackOnlyMiddleware)
     return app
 
 

@@ -17,12 +17,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from ..adapters.openai_assistants import AsyncOpenAIAssistantAdapter
-from .api_routes import owner_of
+from .api_routes import _LimitedRoute, owner_of
 from .errors import error_response
 
 __all__ = ["get_adapter", "router"]
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+router = APIRouter(prefix="/v1", tags=["openai"], route_class=_LimitedRoute)  # bodies up to the same 2 MiB
 
 _RUNS_MESSAGE = ("Runs are not implemented by AgentBase: it stores threads and messages (memory), it does "
                  "not run assistants. Run your model yourself and append its reply with "
@@ -84,8 +84,8 @@ class ItemsCreate(_Body):
 
 def get_adapter(request: Request) -> AsyncOpenAIAssistantAdapter:
     """Return the adapter for this request: the application's (``app.state.openai_adapter``), or, for a request
-    scoped by the ``X-AgentBase-User`` header, one bound to that user (its threads are created with that owner,
-    and other owners' threads answer 404).
+    scoped by the ``X-AgentBase-User`` header, one bound to that user (its threads are created with that owner;
+    other owners' threads and threads without an owner answer 404).
 
     Args:
         request: the current request.
@@ -99,7 +99,7 @@ def get_adapter(request: Request) -> AsyncOpenAIAssistantAdapter:
     owner = owner_of(request)
     if owner is None:
         return request.app.state.openai_adapter
-    return AsyncOpenAIAssistantAdapter(request.app.state.agentbase, user_id=owner)
+    return AsyncOpenAIAssistantAdapter(request.app.state.agentbase, user_id=owner, exclusive=True)
 
 
 # ---------------------------------------------------------------------------------------------- runs: 501
