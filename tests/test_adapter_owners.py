@@ -108,6 +108,9 @@ def test_http_scope_hides_unowned_threads_and_is_never_dropped_on_mcp(sdb):
         assert client.get("/api/v1/entries", headers={"Host": "evil.example:8000"}).status_code == 421
         assert client.get("/api/v1/entries", headers={"Origin": "http://evil.example"}).status_code == 421
         assert client.get("/api/v1/entries", headers={"Origin": "http://localhost:3000"}).status_code == 200
+        # a misspelt owner query parameter is refused, not ignored (it would read every owner)
+        assert client.get("/api/v1/entries", params={"userid": "alice"}).status_code == 400
+        assert client.get("/api/v1/entries", params={"user_id": "alice"}).status_code == 200
         # bodies above 2 MiB on the OpenAI routes too
         made = client.post("/v1/threads", json={}, headers=alice).json()
         big = {"role": "user", "content": "word " * (1024 * 1024)}

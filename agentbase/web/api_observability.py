@@ -14,11 +14,11 @@ from fastapi.exceptions import HTTPException
 from agentbase.errors import NotFoundError
 from agentbase.models import Trace
 
-from .api_routes import _db, _entry, _LimitedRoute, _session, _unscoped, owner_of
+from .api_routes import _db, _entry, _session, _StrictRoute, _unscoped, owner_of
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/v1", tags=["agentbase"], route_class=_LimitedRoute)
+router = APIRouter(prefix="/api/v1", tags=["agentbase"], route_class=_StrictRoute)
 
 
 # ------------------------------------------------------------------------------------------------- observability

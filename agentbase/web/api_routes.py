@@ -79,12 +79,30 @@ class _LimitedRoute(APIRoute):
         return limited
 
 
+class _StrictRoute(_LimitedRoute):
+    """An ``/api/v1`` route that also refuses query parameters it does not declare with 400: a misspelt
+    ``?userid=`` must not quietly turn into an unscoped read of every owner."""
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+        known = {p.alias for p in self.dependant.query_params} | {"user_id"}  # owner_of reads user_id itself
+
+        async def strict(request: Request) -> Any:
+            unknown = sorted(set(request.query_params) - known)
+            if unknown:
+                return error_response(400, f"Unknown query parameter(s) {unknown}; this route takes "
+                                      f"{sorted(known)}.", param=unknown[0])
+            return await handler(request)
+
+        return strict
+
+
 def _too_large() -> Any:
     return error_response(413, f"Request body too large: the limit is {MAX_BODY_BYTES} bytes.",
                           code="request_too_large")
 
 
-router = APIRouter(prefix="/api/v1", tags=["agentbase"], route_class=_LimitedRoute)
+router = APIRouter(prefix="/api/v1", tags=["agentbase"], route_class=_StrictRoute)
 
 
 # ------------------------------------------------------------------------------------------------- helpers
