@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import os
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, Callable, Iterable
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
@@ -25,7 +25,7 @@ from .dashboard import router as dashboard_router
 from .errors import error_body, install_error_handlers
 from .openai_routes import router as openai_router
 
-__all__ = ["BearerAuthMiddleware", "LoopbackOnlyMiddleware", "McpUnscopedMiddleware", "create_app"]
+__all__ = ["BearerAuthMiddleware", "GuardMiddleware", "create_app", "rebinding_refusal", "scoped_mcp_refusal"]
 
 
 class BearerAuthMiddleware:
@@ -73,62 +73,56 @@ def _local(netloc: str) -> bool:
     return bool(host) and is_loopback(host)
 
 
-class LoopbackOnlyMiddleware:
-    """Pure ASGI middleware for a server without tokens (which trusts whoever can reach it: this machine).
-
-    A request whose ``Host`` or ``Origin`` names another host gets 421: that is a web page that pointed its own
-    domain at 127.0.0.1 (DNS rebinding) to reach the local API from a browser. The same check the MCP SDK applies
-    on ``/mcp``.
+class GuardMiddleware:
+    """Pure ASGI middleware: ``check(scope)`` returns a response to send instead of passing an HTTP request on,
+    or None to let it through (lifespan and other scopes always pass).
 
     Args:
-        app: the wrapped ASGI app.
+        app: the wrapped ASGI app. check: one of :func:`rebinding_refusal`, :func:`scoped_mcp_refusal`.
     """
 
-    def __init__(self, app: Any):
+    def __init__(self, app: Any, check: Callable[[dict[str, Any]], JSONResponse | None]):
         self.app = app
+        self.check = check
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Check HTTP requests, then pass them on (lifespan/other scopes pass unchanged).
+        """Send the check's refusal, or pass the request on.
 
         Args:
             scope, receive, send: the ASGI triple.
         """
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-            origin = headers.get("origin")
-            if not _local(headers.get("host", "")) or (origin and not _local(urlsplit(origin).netloc)):
-                await JSONResponse(error_body("Host or Origin is not this machine (DNS rebinding?); this server "
-                                              "without tokens answers local clients only.", code="invalid_host"),
-                                   status_code=421)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-class McpUnscopedMiddleware:
-    """Pure ASGI middleware: a ``/mcp`` request carrying ``X-AgentBase-User`` gets 403. This app's MCP endpoint
-    sees every owner (run ``agentbase-mcp --http --user-id U`` for an owner-pinned one), so a gateway's owner scope
-    must never be silently dropped there.
-
-    Args:
-        app: the wrapped ASGI app.
-    """
-
-    def __init__(self, app: Any):
-        self.app = app
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """Refuse owner-scoped ``/mcp`` requests, pass everything else on.
-
-        Args:
-            scope, receive, send: the ASGI triple.
-        """
-        if scope["type"] == "http" and scope.get("path", "").rstrip("/") == "/mcp" and \
-                any(k.lower() == OWNER_HEADER.lower().encode() for k, _ in scope.get("headers") or []):
-            await JSONResponse(error_body(f"/mcp is not owner-scoped: {OWNER_HEADER} cannot be honoured here; "
-                                          "run `agentbase-mcp --http --user-id U` for an owner-pinned MCP server.",
-                                          code="owner_scope_unsupported"), status_code=403)(scope, receive, send)
+        refusal = self.check(scope) if scope["type"] == "http" else None
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _headers(scope: dict[str, Any]) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+
+
+def rebinding_refusal(scope: dict[str, Any]) -> JSONResponse | None:
+    """For a server without tokens (which trusts whoever can reach it: this machine): 421 for a request whose
+    ``Host`` or ``Origin`` names another host, i.e. a web page that pointed its own domain at 127.0.0.1 (DNS
+    rebinding) to reach the local API from a browser. The same check the MCP SDK applies on ``/mcp``."""
+    headers = _headers(scope)
+    origin = headers.get("origin")
+    if _local(headers.get("host", "")) and (not origin or _local(urlsplit(origin).netloc)):
+        return None
+    return JSONResponse(error_body("Host or Origin is not this machine (DNS rebinding?); this server without "
+                                   "tokens answers local clients only.", code="invalid_host"), status_code=421)
+
+
+def scoped_mcp_refusal(scope: dict[str, Any]) -> JSONResponse | None:
+    """403 for a ``/mcp`` request carrying ``X-AgentBase-User``: this app's MCP endpoint sees every owner (run
+    ``agentbase-mcp --http --user-id U`` for an owner-pinned one), so a gateway's owner scope must never be
+    silently dropped there."""
+    if scope.get("path", "").rstrip("/") != "/mcp" or OWNER_HEADER.lower() not in _headers(scope):
+        return None
+    return JSONResponse(error_body(f"/mcp is not owner-scoped: {OWNER_HEADER} cannot be honoured here; run "
+                                   "`agentbase-mcp --http --user-id U` for an owner-pinned MCP server.",
+                                   code="owner_scope_unsupported"), status_code=403)
 
 
 def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "AgentBase") -> FastAPI:
@@ -181,11 +175,11 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
         app.add_route("/mcp", mcp_asgi_app(aio, tokens=accepted), include_in_schema=False)
     except ImportError:
         pass
-    app.add_middleware(McpUnscopedMiddleware)
+    app.add_middleware(GuardMiddleware, check=scoped_mcp_refusal)
     if accepted:
         app.add_middleware(BearerAuthMiddleware, tokens=accepted)
     else:
-        app.add_middleware(LoopbackOnlyMiddleware)
+        app.add_middleware(GuardMiddleware, check=rebinding_refusal)
     return app
 
 
