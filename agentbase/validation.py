@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["INT64_MAX", "INT64_MIN", "check_category", "check_id", "check_int", "check_json", "check_limit",
+__all__ = ["INT64_MAX", "INT64_MIN", "check_bool", "check_category", "check_id", "check_int", "check_json", "check_limit",
            "check_metadata", "check_tags", "check_text", "clean_query"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -169,9 +169,10 @@ class _SessionsMixin:
     async def _drop(self, key: str) -> Optional[List[Message]]:
         """Delete the session of ``key``; return its messages, or None if it did not exist (or is another
         owner's)."""
-        if await self.db.get_session(key) is None or await self._foreign(key):
+        session = await self.db.get_session(key)
+        if session is None or foreign_owner(session, self.user_id, self.agent_id):
             return None
-        rows = await self._messages(key)
+        rows = await self.db.get_messages(key)
         await self.db.delete_session(key)
         self._known.discard(key)
         return rows

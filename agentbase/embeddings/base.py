@@ -142,8 +142,8 @@ def chunk_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
         max_chars: maximum chunk length in characters (>= 1).
 
     Returns:
-        ``(start, end)`` character offsets, in order, non-overlapping; ``[(0, len(text))]`` for a text that fits or
-        holds only whitespace.
+        ``(start, end)`` character offsets, in order, non-overlapping, without the text's leading and trailing
+        whitespace; ``[(0, len(text))]`` for a text that holds only whitespace.
 
     Raises:
         ConfigError: ``max_chars`` < 1.

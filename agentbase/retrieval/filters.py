@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,7 +11,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..models import ContextType, Scope
 from ..timeutil import parse_time, to_db_time
-from ..validation import check_category, check_id, check_int, check_tags, check_text
+from ..validation import check_bool, check_category, check_id, check_int, check_json, check_tags
 
 __all__ = ["OWNER_KEYS", "Filters", "filters_from_kwargs"]
 
@@ -95,10 +94,8 @@ class Filters:
                 raise ValidationError(f"metadata filter value for {key!r} must be a JSON scalar")
             if isinstance(value, int) and not isinstance(value, bool):
                 check_int(value, f"metadata filter value for {key!r}")
-            elif isinstance(value, float) and not math.isfinite(value):
-                raise ValidationError(f"metadata filter value for {key!r} must be finite (JSON has no NaN)")
-            elif isinstance(value, str):
-                check_text(value, f"metadata filter value for {key!r}", allow_empty=True)
+            else:  # NaN/infinity, lone surrogates
+                check_json(value, f"metadata filter value for {key!r}")
             clauses.append(f"json_extract({a}.metadata, ?) IS ?")
             params.append(f'$."{key}"')
             params.append(json.loads(json.dumps(value)) if not isinstance(value, bool) else int(value))
@@ -156,8 +153,7 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
     f.scope = _one_or_many(f.scope, "scope", {s.value for s in Scope})
     f.category = _one_or_many(f.category, "category", None)
     for flag in ("include_archived", "exclude_superseded"):
-        if not isinstance(getattr(f, flag), bool):
-            raise ValidationError(f"{flag} must be True or False")
+        check_bool(getattr(f, flag), flag)
     for key in OWNER_KEYS:
         value = getattr(f, key)
         if value is not None:
