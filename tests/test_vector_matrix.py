@@ -112,3 +112,16 @@ async def test_cap_falls_back_and_pruned_log_reloads(tmp_path: Path):
     q = np.asarray(db.embedder.embed_query(TEXTS[1]), dtype=np.float32)
     assert big.nearest(q, 1)[0][1] < 1e-5
     await db.close()
+
+
+def test_similarities_match_the_matrix_product_in_both_paths():
+    """Small matrices are scored in one call, tall ones in parallel slices: both equal ``mat @ q``."""
+    from agentbase.index.matrix import _SPLIT_ROWS, similarities
+
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal(16).astype(np.float32)
+    for rows in (1, 37, _SPLIT_ROWS + 3):
+        mat = rng.standard_normal((rows, 16)).astype(np.float32)
+        got = similarities(mat, q)
+        assert got.shape == (rows,) and got.dtype == np.float32
+        assert np.allclose(got, mat @ q, rtol=1e-5, atol=1e-5)

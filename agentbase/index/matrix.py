@@ -2,7 +2,7 @@
 
 sqlite-vec scans its vec0 chunks with one distance call per row: about 10 ms per 10k 384-d rows on this machine
 (100 ms at 100k, ``python -m benchmarks.perf``). A float32 matrix in memory answers the same exact query with one
-BLAS matrix-vector product (under 1 ms at 10k, about 8 ms at 100k). The ``embeddings`` table stays the source of
+matrix-vector product (under 1 ms at 10k, about 7 ms at 100k). The ``embeddings`` table stays the source of
 truth; this is a derived cache, like the vec0 table.
 
 Keeping it current across connections and processes: triggers on ``embeddings`` append every inserted, updated or
@@ -18,15 +18,60 @@ SQL; when too few pass, the scan is redone over the filter's full row set (so fi
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from ..errors import DimensionMismatchError
 
-__all__ = ["LOG_KEEP", "VectorMatrix"]
+__all__ = ["LOG_KEEP", "VectorMatrix", "similarities"]
 
 LOG_KEEP = 200_000  # vector_log rows kept behind the newest; a reader further behind reloads in full
+_SPLIT_ROWS = 65_536  # matrices this tall are scored in parallel slices (memory-bound: ~2x on 2 cores at 100k)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="agentbase-knn")
+        return _pool
+
+
+def similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Dot products of every row of ``mat`` with ``query`` (cosine similarities for L2-normalised vectors).
+
+    Computed with numpy's own loops (``einsum``), not BLAS: a multi-threaded OpenBLAS call (numpy's default for
+    anything above ~24 rows of 384 values) leaves its worker threads busy-waiting afterwards, and on a 2-core
+    machine they then take the cores the query embedder needs: the local embedder's ``embed_query`` went from 12 to
+    27 ms and a whole 10k-entry ``find()`` from ~24 to ~42 ms (``python -m benchmarks.perf``). Matrices of
+    65,536 rows or more are split into slices scored on a small thread pool whose idle threads sleep.
+
+    Args:
+        mat: float32 array of shape ``(rows, dims)``.
+        query: float32 vector of ``dims`` values.
+
+    Returns:
+        float32 array of ``rows`` similarities.
+    """
+    rows = mat.shape[0]
+    workers = min(4, os.cpu_count() or 1)
+    if rows < _SPLIT_ROWS or workers < 2:
+        return np.einsum("ij,j->i", mat, query)
+    out = np.empty(rows, dtype=np.float32)
+    bounds = np.linspace(0, rows, workers + 1).astype(int)
+
+    def part(lo: int, hi: int) -> None:
+        np.einsum("ij,j->i", mat[lo:hi], query, out=out[lo:hi])
+
+    for fut in [_executor().submit(part, int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]:
+        fut.result()
+    return out
 
 
 class VectorMatrix:
@@ -186,7 +231,7 @@ class VectorMatrix:
         else:
             slots = np.fromiter((self._slot[r] for r in rids if r in self._slot), dtype=np.int64)
             mat, ids = self._mat[slots], self._rids[slots]
-        sims = mat @ q
+        sims = similarities(mat, q)
         if self._free and rids is None:
             sims[ids < 0] = -np.inf
         m = min(m, int((ids >= 0).sum()) if self._free and rids is None else len(ids))

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .candidates import rids_passing
-from .matrix import VectorMatrix
+from .matrix import VectorMatrix, similarities
 
 __all__ = ["VEC_TABLE", "create_vec_table", "delete_vector", "knn", "upsert_vector"]
 
@@ -88,7 +88,7 @@ async def knn(db: Any, engine: str, query: np.ndarray, k: int, where: str, param
         return [], engine
     rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    dist = 1.0 - mat @ np.asarray(query, dtype=np.float32)
+    dist = 1.0 - similarities(mat, np.asarray(query, dtype=np.float32))
     top = np.lexsort((rids, dist))[:k]
     return [(int(rids[i]), float(dist[i])) for i in top], engine
 
