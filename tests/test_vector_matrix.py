@@ -125,3 +125,29 @@ def test_similarities_match_the_matrix_product_in_both_paths():
         got = similarities(mat, q)
         assert got.shape == (rows,) and got.dtype == np.float32
         assert np.allclose(got, mat @ q, rtol=1e-5, atol=1e-5)
+
+
+def test_similarities_work_in_a_forked_child():
+    """The slice pool is per process: a child forked after the parent used it starts its own (no hang)."""
+    import multiprocessing
+    import sys
+
+    if sys.platform == "win32" or "fork" not in multiprocessing.get_all_start_methods():
+        import pytest
+
+        pytest.skip("no fork start method here")
+    from agentbase.index.matrix import _SPLIT_ROWS, similarities
+
+    mat = np.ones((_SPLIT_ROWS + 1, 4), dtype=np.float32)
+    q = np.ones(4, dtype=np.float32)
+    assert float(similarities(mat, q).sum()) == 4.0 * (_SPLIT_ROWS + 1)  # the parent's pool now has threads
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        total = pool.apply_async(_child_sum, (mat, q)).get(timeout=60)
+    assert total == 4.0 * (_SPLIT_ROWS + 1)
+
+
+def _child_sum(mat: np.ndarray, q: np.ndarray) -> float:
+    from agentbase.index.matrix import similarities
+
+    return float(similarities(mat, q).sum())

