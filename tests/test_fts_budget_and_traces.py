@@ -10,7 +10,8 @@ import pytest
 
 from agentbase import AgentBase, load_settings
 from agentbase.embeddings import HashEmbedder
-from agentbase.index.fts import bm25_upper_bound, common_terms_queries, document_frequencies, select_terms
+from agentbase.index.fts import (bm25_upper_bound, common_terms_queries, document_frequencies, maxscore_restriction,
+                                 select_terms)
 
 from .conftest import make_db
 
@@ -364,6 +365,44 @@ async def test_budgeted_top_k_equals_the_unbudgeted_top_k(tmp_path):
             found[budget] = [[r.entry.l2_full for r in await ab.find(q, top_k=5, mode="fts", strategy="flat")]
                              for q in queries]
     assert found[40] == found[0] and all(found[0])
+
+
+def test_maxscore_restriction_by_hand():
+    # n_rows 1000: bound("a", df 10) = 2.2 ln(990.5 / 10.5) = 10.003; bound(df 100) = 2.2 ln(900.5 / 100.5) = 4.824
+    dfs = {"a": 10, "b": 100, "c": 100}
+    assert maxscore_restriction(dfs, 1000, 9.0) == '("a") OR ("b" AND "c")'  # b + c = 9.648 >= 9
+    assert maxscore_restriction(dfs, 1000, 15.0) == '("a" AND "b" AND "c")'  # a + b = 14.827 < 15
+    assert maxscore_restriction(dfs, 1000, 14.0) == '("a" AND "b") OR ("a" AND "c")'  # b + c = 9.648 < 14
+    assert maxscore_restriction(dfs, 1000, 4.0) is None  # every term alone can reach it: nothing to narrow
+    assert maxscore_restriction({"a": 10, "b": 0}, 1000, 9.0) is None  # b occurs nowhere; a alone is all
+    assert maxscore_restriction({f"t{i}": 100 for i in range(11)}, 1000, 30.0) is None  # too many terms
+    assert maxscore_restriction({f"t{i}": 100 for i in range(10)}, 1000, 20.0, max_groups=5) is None
+
+
+async def test_restricted_fallback_keeps_the_unbudgeted_top_k(tmp_path):
+    """Common terms whose bounds must add up: only entries holding enough of them are scored, same top_k."""
+    import random
+
+    rng = random.Random(5)
+    common = ["river", "stone", "cloud", "amber", "maple", "harbor"]  # each in ~45 % of the entries
+    texts = [" ".join(w for w in common if rng.random() < 0.45) + f" note{i % 50}" for i in range(600)]
+    # rarer terms in long entries (lower BM25): the top_k-th score needs several common terms to be reached
+    texts += [f"marker{i % 3} " + " ".join(f"pad{i}x{j}" for j in range(6 + 6 * (i % 2))) for i in range(36)]
+    queries = ["marker1 river stone cloud amber maple harbor", "marker2 river stone cloud", "marker0 amber maple",
+               "marker1 river stone cloud"]
+    found, restricted = {}, 0
+    for budget in (0, 20):
+        async with budget_db(tmp_path / f"r{budget}.db", budget) as ab:
+            for t in texts:
+                await ab.add_memory(t, dedup=False)
+            found[budget] = []
+            for q in queries:
+                results = await ab.find(q, top_k=10, mode="fts", strategy="flat", trace=True)
+                found[budget].append([r.entry.l2_full for r in results])
+                steps = (await ab.get_trace(results[0].trace_id)).steps
+                restricted += any(s.details.get("restricted_to") for s in steps)
+    assert restricted >= 1  # the narrowed fallback really ran
+    assert found[20] == found[0] and all(len(f) == 10 for f in found[0])
 
 
 async def test_row_bound_hint_skips_counting_on_small_files_and_follows_growth(tmp_path):

@@ -13,6 +13,7 @@ groups joined by our own ``AND``/``NOT``), so operators typed by a user (``AND``
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -194,11 +195,53 @@ def bm25_upper_bound(dfs: list[int], n_rows: int) -> float:
     Returns:
         The bound (0.0 for no terms).
     """
-    total = 0.0
-    for n in dfs:
-        ratio = (n_rows - n + 0.5) / (n + 0.5)
-        total += math.log(ratio) if ratio > 1.0 else 1e-6
-    return total * (BM25_K1 + 1.0)
+    return sum(_term_bound(n, n_rows) for n in dfs)
+
+
+def _term_bound(df: int, n_rows: int) -> float:
+    """One term's share of :func:`bm25_upper_bound`: ``idf * (k1 + 1)``."""
+    ratio = (n_rows - df + 0.5) / (df + 0.5)
+    return (math.log(ratio) if ratio > 1.0 else 1e-6) * (BM25_K1 + 1.0)
+
+
+def maxscore_restriction(dfs: dict[str, int], n_rows: int, threshold: float, *, max_terms: int = 10,
+                         max_groups: int = 64) -> str | None:
+    """A MATCH expression for the only entries holding just these (dropped) terms that can score ``threshold``.
+
+    An entry whose query terms are a set ``S`` of them scores at most ``sum over S`` of each term's bound
+    (:func:`bm25_upper_bound`), so it can reach ``threshold`` (the ``top_k``-th best score found so far) only if
+    it contains every term of some set whose bounds add up to ``threshold``. The expression ORs the minimal such
+    sets, each an AND of its terms: the MaxScore idea (Turtle & Flood 1995) applied to term subsets. Used as a
+    row filter (``+rowid IN``, so FTS5 matches it without scoring), never as the scored expression, since
+    ``bm25()`` would count a term repeated across groups twice.
+
+    Args:
+        dfs: ``{term: document frequency}`` of the terms to restrict.
+        n_rows: the number of indexed rows or an upper bound on it (a larger value only loosens the bounds).
+        threshold: the score (as a positive number) an entry must be able to reach.
+        max_terms: above this many terms no restriction is computed (subsets grow as ``2 ** terms``).
+        max_groups: above this many minimal sets the expression is not worth it.
+
+    Returns:
+        The expression, or ``None`` when it would not narrow anything (every single term can reach the
+        threshold) or the limits are exceeded: the caller then scores every entry holding one of the terms.
+    """
+    terms = [t for t in dfs if dfs[t] > 0]
+    if not terms or len(terms) > max_terms:
+        return None
+    bound = {t: _term_bound(dfs[t], n_rows) for t in terms}
+    need = threshold * (1.0 - 1e-9) - 1e-12  # float slack: never exclude an entry that could tie
+    groups: list[frozenset[str]] = []
+    for size in range(1, len(terms) + 1):  # ascending size: a set is minimal if no smaller chosen set is inside it
+        for combo in itertools.combinations(terms, size):
+            chosen = frozenset(combo)
+            if sum(bound[t] for t in combo) >= need and not any(g <= chosen for g in groups):
+                groups.append(chosen)
+                if len(groups) > max_groups:
+                    return None
+    if not groups or all(len(g) == 1 for g in groups) and len(groups) == len(terms):  # none, or every term alone
+        return None
+    return " OR ".join("(" + " AND ".join(f'"{t}"' for t in terms if t in g) + ")" for g in groups)
 
 
 def select_terms(dfs: dict[str, int], max_postings: int) -> tuple[list[str], list[str]]:
