@@ -139,10 +139,10 @@ class RetrievalSettings(_Section):
     # Keyword-leg cost budget (0 = off): when the query terms' postings (entries containing each term, summed)
     # exceed it, the entries with one of the rarer terms are scored first (index/fts.py select_terms,
     # common_terms_queries), and the entries holding only the common terms are scored too whenever one of them
-    # could outscore the top_k-th candidate (MaxScore bound), so the first top_k are always plain BM25's.
-    # Measured (docs/benchmarks.md): all LongMemEval haystacks in one 58k-entry file (benchmarks/fts_budget.py),
-    # p50 26.1 vs 32.1 ms off, mean 36.2 vs 38.0, p95 89.6 vs 73.6; synthetic 100k entries (benchmarks/perf.py),
-    # BM25 step p50 11.8 vs 35.0 ms. Smaller budgets need the second pass more often and are slower.
+    # could outscore the top_k-th candidate (MaxScore bounds, per minimal set of common terms), so the first top_k
+    # are always plain BM25's. Measured (docs/benchmarks.md): all LongMemEval haystacks in one 58k-entry file
+    # (benchmarks/fts_budget.py), p50 15.4 vs 28.3 ms off, mean 20.0 vs 30.2, p95 55.5 vs 62.3. Budgets of
+    # 2,000 and 1,000 need the second pass more often and have a slower tail.
     fts_max_postings: int = Field(default=4000, ge=0)
     # fused candidates kept for boosts and rerank (at least 5 x top_k)
     rerank_pool: int = Field(default=60, ge=1, le=10_000)
