@@ -249,4 +249,4 @@ class VectorMatrix:
             return []
         top = np.argpartition(-sims, m - 1)[:m] if m < len(sims) else np.arange(len(sims))
         order = top[np.lexsort((ids[top], -sims[top]))]
-        return [(int(ids[i]), float(1.0 - sims[i])) for i in order]
+        return list(zip(ids[order].tolist(), (1.0 - sims[order]).tolist()))

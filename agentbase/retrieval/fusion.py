@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ConfigError
@@ -115,6 +116,7 @@ def max_rrf_score(weights: dict[str, float], k: int = 60, signals: list[str] | N
     return sum(float(weights[s]) for s in names) / (k + 1)
 
 
+@lru_cache(maxsize=8192)  # the same few hundred tags come back on every query
 def _norm(name: str) -> str:
     # Apostrophes as in tags (ner/base.py tag_for): a query's "O’Brien" is the tag ner_O'Brien.
     return " ".join(name.replace("_", " ").replace("\u2019", "'").replace("\u02bc", "'").casefold().split())
