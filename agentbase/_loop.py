@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
+import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
@@ -70,6 +71,19 @@ def engine_loop() -> EngineLoop:
         if _engine is None:
             _engine = EngineLoop()
         return _engine
+
+
+def _forget_engine_after_fork() -> None:
+    # A forked child has none of the parent's threads: the parent's engine loop would never run anything it is
+    # given (every call hung). The child starts its own on first use; databases opened by the parent are not
+    # usable there (AgentBase raises UsageError) and are not drained at the child's exit.
+    global _engine, _lock
+    _engine, _lock = None, threading.Lock()
+    _at_exit.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_engine_after_fork)
 
 
 def bridged(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:

@@ -135,6 +135,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         # lets find() skip counting terms when the postings budget cannot be exceeded.
         self.max_rid_hint: int | None = None
         self._rerank_threads: ThreadPoolExecutor | None = None  # rerankers' own threads (see rerank_executor)
+        self._pid = os.getpid()  # the process that opened the file (see _ensure)
 
     async def _drain_background(self) -> None:
         """Write the queued traces and recall counts now (readers of traces and ``close`` call this)."""
@@ -162,6 +163,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         if self._closed:
             raise UsageError("this AgentBase is closed; create a new one")
         if self.db is not None:
+            if self._pid != os.getpid():
+                raise UsageError("this AgentBase was opened in the parent of this forked process, whose "
+                                 "connections and threads do not exist here; open a new AgentBase in this process")
             return self
         if self._init_lock is None:
             self._init_lock = asyncio.Lock()
@@ -187,6 +191,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                                      synchronous=self.settings.storage.synchronous,
                                      mmap_mb=self.settings.storage.mmap_mb)
             self.db = db
+            self._pid = os.getpid()
             self.traces = TraceBuffer(db)
             flush_at_exit(self)
             if self.embedder is not None:
@@ -226,6 +231,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     async def close(self) -> None:
         """Stop the worker and close the file (idempotent). Pending embedding jobs stay queued in the file."""
         self._closed = True
+        if self._pid != os.getpid():  # opened by the parent of this forked process: its threads are not here
+            self.db = self.worker = None
+            return
         if self._finds:
             await asyncio.wait(list(self._finds), timeout=CLOSE_WAIT_S)
         await self._drain_background()

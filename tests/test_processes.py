@@ -89,3 +89,45 @@ def test_sigkill_mid_ingest_keeps_every_acknowledged_write(tmp_path):
     assert sdb.flush(timeout=120) == 0
     assert sdb.stats()["embeddings"] == sdb.stats()["entries_total"]
     sdb.close()
+
+
+FORKER = """
+import os, sys
+from agentbase import SyncAgentBase, UsageError, load_settings
+from agentbase.embeddings import HashEmbedder
+path = sys.argv[1]
+db = SyncAgentBase(path, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=16))
+db.add_memory("parent wrote this note", user_id="u")
+assert db.find("note", user_id="u")
+pid = os.fork()
+if pid == 0:
+    try:
+        db.find("note", user_id="u")
+        print("parent's database was usable in the child", flush=True)
+        os._exit(3)
+    except UsageError as exc:
+        print("refused:", exc, flush=True)
+    db.close()  # must not wait for the parent's threads
+    child = SyncAgentBase(path, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=16))
+    child.add_memory("child wrote this note", user_id="u")
+    found = sorted(r.entry.l2_full for r in child.find("note", user_id="u"))
+    child.close()
+    print("child found", found, flush=True)
+    os._exit(0 if found == ["child wrote this note", "parent wrote this note"] else 4)
+_, status = os.waitpid(pid, 0)
+assert db.find("child", user_id="u")[0].entry.l2_full == "child wrote this note"
+db.close()
+print("child status", os.waitstatus_to_exitcode(status), flush=True)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_forked_child_opens_its_own_database_and_refuses_the_parents(tmp_path):
+    """A child forked after the parent used AgentBase gets its own engine thread (it hung on the parent's)."""
+    script = tmp_path / "forker.py"
+    script.write_text(FORKER)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "fork.db")], env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "refused: this AgentBase was opened in the parent" in proc.stdout
