@@ -420,3 +420,21 @@ async def test_row_bound_hint_skips_counting_on_small_files_and_follows_growth(t
         steps = {s.name: s for s in (await ab.get_trace(second[0].trace_id)).steps}
         assert steps["normalize"].details["dropped_terms"]  # the budget acts once the bound says it can
         assert [r.entry.id for r in first] == [r.entry.id for r in second]  # and the results are the same
+
+
+async def test_budget_keeps_exact_bm25_ties_in_rid_order(tmp_path):
+    """bm25() sums term parts in MATCH-expression order: the split halves scored a plain-OR tie 1 ulp apart and
+    swapped it; rounded scores keep it a tie, broken by rid as without the budget."""
+    texts = [f"filler text number {i}" for i in range(40)] + ["bravo charlie"] * 9 + \
+        ["zulu bravo charlie charlie", "zulu bravo bravo charlie"]
+    found = {}
+    for budget in (0, 5):
+        async with budget_db(tmp_path / f"t{budget}.db", budget) as ab:
+            for t in texts:
+                await ab.add_memory(t, dedup=False)
+            results = await ab.find("bravo charlie zulu", mode="fts", strategy="flat", top_k=2, trace=True)
+            found[budget] = [r.entry.l2_full for r in results]
+            dropped = {s.name: s.details for s in (await ab.get_trace(results[0].trace_id)).steps}["normalize"]
+            assert bool(dropped["dropped_terms"]) == (budget == 5)
+            assert results[0].score_parts["bm25"] == results[1].score_parts["bm25"]
+    assert found[0] == found[5] == ["zulu bravo charlie charlie", "zulu bravo bravo charlie"]

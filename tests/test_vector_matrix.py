@@ -151,3 +151,26 @@ def _child_sum(mat: np.ndarray, q: np.ndarray) -> float:
     from agentbase.index.matrix import similarities
 
     return float(similarities(mat, q).sum())
+
+
+def test_nearest_cuts_ties_by_rid():
+    """Rows tied with the m-th best are ordered by rid before the cut (argpartition alone picked any of them)."""
+    vm = VectorMatrix(1 << 20)
+    same = np.array([1.0, 0.0], dtype=np.float32).tobytes()
+    other = np.array([0.0, 1.0], dtype=np.float32).tobytes()
+    for rid in (9, 7, 5, 3, 1, 8, 6, 4, 2):  # slots out of rid order
+        vm._put(rid, same if rid % 2 == 0 else other)
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    assert [rid for rid, _ in vm.nearest(q, 3)] == [2, 4, 6]
+    assert [rid for rid, _ in vm.nearest(q, 6)] == [2, 4, 6, 8, 1, 3]
+    vm._drop(4)
+    assert [rid for rid, _ in vm.nearest(q, 3)] == [2, 6, 8]
+    assert [rid for rid, _ in vm.nearest(q, 20)] == [2, 6, 8, 1, 3, 5, 7, 9]
+
+
+def test_similarities_accept_float64_in_both_paths():
+    from agentbase.index.matrix import _SPLIT_ROWS, similarities
+
+    mat = np.ones((_SPLIT_ROWS + 1, 3), dtype=np.float32)
+    for q in (np.ones(3), np.ones(3, dtype=np.float32)):
+        assert np.allclose(similarities(mat, q), 3.0) and np.allclose(similarities(mat[:5], q), 3.0)

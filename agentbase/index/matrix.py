@@ -63,17 +63,17 @@ def similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
     65,536 rows or more are split into slices scored on a small thread pool whose idle threads sleep.
 
     Args:
-        mat: float32 array of shape ``(rows, dims)``.
-        query: float32 vector of ``dims`` values.
+        mat: array of shape ``(rows, dims)`` (float32 in the library).
+        query: vector of ``dims`` values.
 
     Returns:
-        float32 array of ``rows`` similarities.
+        array of ``rows`` similarities, in the wider of the two dtypes.
     """
     rows = mat.shape[0]
     workers = min(4, os.cpu_count() or 1)
     if rows < _SPLIT_ROWS or workers < 2:
         return np.einsum("ij,j->i", mat, query)
-    out = np.empty(rows, dtype=np.float32)
+    out = np.empty(rows, dtype=np.result_type(mat, query))
     bounds = np.linspace(0, rows, workers + 1).astype(int)
 
     def part(lo: int, hi: int) -> None:
@@ -247,6 +247,11 @@ class VectorMatrix:
         m = min(m, int((ids >= 0).sum()) if self._free and rids is None else len(ids))
         if m <= 0:
             return []
-        top = np.argpartition(-sims, m - 1)[:m] if m < len(sims) else np.arange(len(sims))
-        order = top[np.lexsort((ids[top], -sims[top]))]
+        if m < len(sims):
+            # every row tied with the m-th best, so that ties are cut by rid (argpartition picks any of them)
+            cut = -np.partition(-sims, m - 1)[m - 1]
+            top = np.flatnonzero(sims >= cut)
+        else:
+            top = np.arange(len(sims))
+        order = top[np.lexsort((ids[top], -sims[top]))][:m]
         return list(zip(ids[order].tolist(), (1.0 - sims[order]).tolist()))

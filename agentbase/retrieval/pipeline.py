@@ -48,6 +48,11 @@ class FindParams:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# bm25() adds the terms' parts in the order of the MATCH expression, so the budget's split halves can give two
+# entries that tie under the plain OR query scores 1 ulp apart, and swap them; rounded, ties stay ties (by rid).
+_BM25 = "round(bm25(entries_fts), 9)"
+
+
 async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n: int,
                    within: str | None = None) -> tuple[list[tuple[int, float]], int | None]:
     """The ``n`` best BM25 matches of the union of ``matches`` that pass the filter, exactly, and the file's
@@ -63,7 +68,7 @@ async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n
     # as rowid lookups (one MATCH evaluation per rowid: 100x slower).
     narrow = " AND +rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)" if within else ""
     match_params = [x for m in matches for x in ((m, within) if within else (m,))]
-    union = " UNION ALL ".join(f"SELECT rowid AS rid, bm25(entries_fts) AS s FROM entries_fts "
+    union = " UNION ALL ".join(f"SELECT rowid AS rid, {_BM25} AS s FROM entries_fts "
                                f"WHERE entries_fts MATCH ?{narrow}" for _ in matches)
     rows = await db.fetchall(
         f"WITH head AS MATERIALIZED (SELECT rid, s FROM ({union}) ORDER BY s, rid LIMIT ?) "
@@ -74,7 +79,7 @@ async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n
     if len(rows) >= n or (rows and rows[0][2] < 4 * n):
         return [(int(r[0]), float(r[1])) for r in rows], max_rid
     joined = " UNION ALL ".join(
-        f"SELECT e.rid AS rid, bm25(entries_fts) AS s FROM entries_fts JOIN entries e ON e.rid = entries_fts.rowid "
+        f"SELECT e.rid AS rid, {_BM25} AS s FROM entries_fts JOIN entries e ON e.rid = entries_fts.rowid "
         f"WHERE entries_fts MATCH ?{narrow.replace('+rowid', '+entries_fts.rowid')} AND {where}" for _ in matches)
     rows = await db.fetchall(f"SELECT rid, s FROM ({joined}) ORDER BY s, rid LIMIT ?",
                              [x for m in matches for x in ((m, within) if within else (m,)) + tuple(params)]
