@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
-import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
+from ._perprocess import PerProcess
 from .errors import UsageError
 
 __all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit"]
@@ -60,30 +60,19 @@ class EngineLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
 
-_lock = threading.Lock()
-_engine: EngineLoop | None = None
+def _forget_exit_drains() -> None:
+    _at_exit.clear()  # the parent's databases are not usable in a forked child, nor drained at its exit
+
+
+# A forked child has none of the parent's threads: the parent's engine loop would never run anything it is given
+# (every call hung). The child starts its own on first use; AgentBase raises UsageError for a database the parent
+# opened.
+_engine: PerProcess[EngineLoop] = PerProcess(EngineLoop, after_fork=_forget_exit_drains)
 
 
 def engine_loop() -> EngineLoop:
     """Return the process-wide engine loop, starting it on first use."""
-    global _engine
-    with _lock:
-        if _engine is None:
-            _engine = EngineLoop()
-        return _engine
-
-
-def _forget_engine_after_fork() -> None:
-    # A forked child has none of the parent's threads: the parent's engine loop would never run anything it is
-    # given (every call hung). The child starts its own on first use; databases opened by the parent are not
-    # usable there (AgentBase raises UsageError) and are not drained at the child's exit.
-    global _engine, _lock
-    _engine, _lock = None, threading.Lock()
-    _at_exit.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_engine_after_fork)
+    return _engine.get()
 
 
 def bridged(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
@@ -114,11 +103,12 @@ def flush_at_exit(obj: Any) -> None:
 
 @atexit.register
 def _shutdown() -> None:  # pragma: no cover - interpreter exit
-    if _engine is None:
+    engine = _engine.peek()
+    if engine is None:
         return
     for obj in list(_at_exit):
         try:
-            asyncio.run_coroutine_threadsafe(obj._drain_background(), _engine.loop).result(EXIT_FLUSH_S)
+            asyncio.run_coroutine_threadsafe(obj._drain_background(), engine.loop).result(EXIT_FLUSH_S)
         except Exception:  # noqa: BLE001 - best effort while the interpreter shuts down
             pass
-    _engine.loop.call_soon_threadsafe(_engine.loop.stop)
+    engine.loop.call_soon_threadsafe(engine.loop.stop)

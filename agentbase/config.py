@@ -141,9 +141,10 @@ class RetrievalSettings(_Section):
     # common_terms_queries), and the entries holding only the common terms are scored too whenever one of them
     # could outscore the top_k-th candidate (MaxScore bounds, per minimal set of common terms), so the keyword leg's
     # first top_k are always plain BM25's; the candidates below them may lack common-term-only entries, which
-    # fusion and boosts could otherwise have lifted into the results (rare; 0 scores every matching entry). Measured (docs/benchmarks.md): all LongMemEval haystacks in one 58k-entry file
-    # (benchmarks/fts_budget.py), p50 15.4 vs 28.3 ms off, mean 20.0 vs 30.2, p95 55.5 vs 62.3. Budgets of
-    # 2,000 and 1,000 need the second pass more often and have a slower tail.
+    # fusion and boosts could otherwise have lifted into the results (rare; 0 scores every matching entry).
+    # Measured (docs/benchmarks.md): all LongMemEval haystacks in one 58k-entry file (benchmarks/fts_budget.py),
+    # p50 15.4 vs 28.3 ms off, mean 20.0 vs 30.2, p95 55.5 vs 62.3. Budgets of 2,000 and 1,000 need the second
+    # pass more often and have a slower tail.
     fts_max_postings: int = Field(default=4000, ge=0)
     # fused candidates kept for boosts and rerank (at least 5 x top_k)
     rerank_pool: int = Field(default=60, ge=1, le=10_000)

