@@ -225,13 +225,15 @@ def test_local_engine_calls_run_on_one_thread(monkeypatch):
             monkeypatch.setattr(emb._model, name, lambda texts, real=real: (callers.add(threading.get_ident()),
                                                                              real(texts))[1])
     expected = first.embed_query("hello world")
-    threads = [threading.Thread(target=lambda emb=emb: (emb.embed_query("hello world"),
-                                                        emb.embed_documents(["a", "b", "c"])))
+    done: list[tuple[np.ndarray, np.ndarray]] = []
+    threads = [threading.Thread(target=lambda emb=emb: done.append((emb.embed_query("hello world"),
+                                                                     emb.embed_documents(["a", "b", "c"]))))
                for emb in (first, second, first)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert len(done) == 3 and all(q.shape == (384,) and d.shape == (3, 384) for q, d in done)
     assert len(callers) == 1 and threading.get_ident() not in callers
     assert callers.isdisjoint(t.ident for t in threads)
     np.testing.assert_allclose(second.embed_query("hello world"), expected, atol=1e-6)
