@@ -393,15 +393,16 @@ async def test_restricted_fallback_keeps_the_unbudgeted_top_k(tmp_path):
     found, restricted = {}, 0
     for budget in (0, 20):
         async with budget_db(tmp_path / f"r{budget}.db", budget) as ab:
-            for t in texts:
-                await ab.add_memory(t, dedup=False)
+            for i, t in enumerate(texts):  # one entry in 7 tagged: a filter most candidates fail (joined query)
+                await ab.add_memory(t, dedup=False, tags=["keep"] if i % 7 == 0 else None)
             found[budget] = []
             for q in queries:
-                results = await ab.find(q, top_k=10, mode="fts", strategy="flat", trace=True)
-                found[budget].append([r.entry.l2_full for r in results])
-                steps = (await ab.get_trace(results[0].trace_id)).steps
-                restricted += any(s.details.get("restricted_to") for s in steps)
-    assert restricted >= 1  # the narrowed fallback really ran
+                for kwargs in ({}, {"tags": ["keep"]}):
+                    results = await ab.find(q, top_k=10, mode="fts", strategy="flat", trace=True, **kwargs)
+                    found[budget].append([r.entry.l2_full for r in results])
+                    steps = (await ab.get_trace(results[0].trace_id)).steps
+                    restricted += any(s.details.get("restricted_to") for s in steps)
+    assert restricted >= 2  # the narrowed fallback really ran
     assert found[20] == found[0] and all(len(f) == 10 for f in found[0])
 
 

@@ -68,24 +68,25 @@ async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n
     """
     # ``within`` narrows the rows without being scored; the unary + keeps SQLite from handing the IN list to FTS5
     # as rowid lookups (one MATCH evaluation per rowid: 100x slower).
-    narrow = " AND +rowid IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)" if within else ""
-    match_params = [x for m in matches for x in ((m, within) if within else (m,))]
+    def narrow(rowid: str) -> str:
+        return f" AND +{rowid} IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)" if within else ""
+
+    match_params = [(m, within) if within else (m,) for m in matches]
     union = " UNION ALL ".join(f"SELECT rowid AS rid, {_BM25} AS s FROM entries_fts "
-                               f"WHERE entries_fts MATCH ?{narrow}" for _ in matches)
+                               f"WHERE entries_fts MATCH ?{narrow('rowid')}" for _ in matches)
     rows = await db.fetchall(
         f"WITH head AS MATERIALIZED (SELECT rid, s FROM ({union}) ORDER BY s, rid LIMIT ?) "
         f"SELECT h.rid, h.s, (SELECT count(*) FROM head), (SELECT COALESCE(MAX(rid), 0) FROM entries) "
         f"FROM head h JOIN entries e ON e.rid = h.rid WHERE {where} ORDER BY h.s, h.rid LIMIT ?",
-        [*match_params, 4 * n, *params, n])
+        [x for mp in match_params for x in mp] + [4 * n, *params, n])
     max_rid = int(rows[0][3]) if rows else None
     if len(rows) >= n or (rows and rows[0][2] < 4 * n):
         return [(int(r[0]), r[1] / _BM25_SCALE) for r in rows], max_rid
     joined = " UNION ALL ".join(
         f"SELECT e.rid AS rid, {_BM25} AS s FROM entries_fts JOIN entries e ON e.rid = entries_fts.rowid "
-        f"WHERE entries_fts MATCH ?{narrow.replace('+rowid', '+entries_fts.rowid')} AND {where}" for _ in matches)
+        f"WHERE entries_fts MATCH ?{narrow('entries_fts.rowid')} AND {where}" for _ in matches)
     rows = await db.fetchall(f"SELECT rid, s FROM ({joined}) ORDER BY s, rid LIMIT ?",
-                             [x for m in matches for x in ((m, within) if within else (m,)) + tuple(params)]
-                             + [n])
+                             [x for mp in match_params for x in (*mp, *params)] + [n])
     return [(int(r[0]), r[1] / _BM25_SCALE) for r in rows], max_rid
 
 
