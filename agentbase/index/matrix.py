@@ -31,8 +31,8 @@ __all__ = ["LOG_KEEP", "VectorMatrix", "similarities"]
 
 LOG_KEEP = 200_000  # vector_log rows kept behind the newest; a reader further behind reloads in full
 _SPLIT_ROWS = 65_536  # matrices this tall are scored in parallel slices (memory-bound: ~2x on 2 cores at 100k)
-_pool = PerProcess(lambda: ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
-                                              thread_name_prefix="agentbase-knn"))
+_WORKERS = min(4, os.cpu_count() or 1)  # slices scored at once (the pool's size)
+_pool = PerProcess(lambda: ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="agentbase-knn"))
 
 
 def similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -52,11 +52,10 @@ def similarities(mat: np.ndarray, query: np.ndarray) -> np.ndarray:
         array of ``rows`` similarities, in the wider of the two dtypes.
     """
     rows = mat.shape[0]
-    workers = min(4, os.cpu_count() or 1)
-    if rows < _SPLIT_ROWS or workers < 2:
+    if rows < _SPLIT_ROWS or _WORKERS < 2:
         return np.einsum("ij,j->i", mat, query)
     out = np.empty(rows, dtype=np.result_type(mat, query))
-    bounds = np.linspace(0, rows, workers + 1).astype(int)
+    bounds = np.linspace(0, rows, _WORKERS + 1).astype(int)
 
     def part(lo: int, hi: int) -> None:
         np.einsum("ij,j->i", mat[lo:hi], query, out=out[lo:hi])
