@@ -1,14 +1,14 @@
 """SQLite connections: driver choice, PRAGMAs, extension loading, transactions and error translation.
 
 Driver choice (ARCHITECTURE.md section 4): the stdlib ``sqlite3`` when it can load extensions, else
-``sqlean-py`` (a maintained SQLite build with extension loading and FTS5). Reads run through aiosqlite, which
-accepts any sqlite3-compatible connect function; writes run on the engine loop thread (see :class:`Writer`).
+``sqlean-py`` (a maintained SQLite build with extension loading and FTS5). Reads and writes both run on the
+engine loop thread, each on its own connection (see :class:`Writer` and :meth:`Database.fetchall`).
 ``sqlite-vec`` provides the vector index; if it cannot load, vector search falls back to a numpy scan over the
 stored vectors and the reason is reported (``Database.degrade_reason``).
 
-Concurrency: WAL, ``busy_timeout``, one writer connection per process (used on the engine loop thread, serialised by
-an ``asyncio.Lock``), a separate aiosqlite reader connection; ``BEGIN IMMEDIATE`` is retried on SQLITE_BUSY so
-several processes can share one file.
+Concurrency: WAL, ``busy_timeout``, one writer connection per process (serialised by an ``asyncio.Lock``) and a
+separate reader connection, both used on the engine loop thread only; ``BEGIN IMMEDIATE`` and reads are retried on
+SQLITE_BUSY with async sleeps, so several processes can share one file and the loop is never parked on a lock.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
-
-import aiosqlite
 
 from ..errors import SchemaVersionError, StorageError
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -135,7 +133,8 @@ class Writer:
 
 
 class Database:
-    """Two aiosqlite connections to one file (a serialised writer and a reader) plus driver facts.
+    """Two driver connections to one file (a serialised writer and a reader), both used on the engine loop thread,
+    plus driver facts.
 
     Attributes:
         path: the database file.
@@ -155,7 +154,7 @@ class Database:
         self.vector_engine = "numpy"
         self.degrade_reason: str | None = None
         self.writer: Any = None  # a driver connection, used on the engine loop thread only
-        self.reader: aiosqlite.Connection | None = None
+        self.reader: Any = None  # a driver connection, used on the engine loop thread only
         self._vec_failures: list[str] = []
         self._write_lock = asyncio.Lock()
 
@@ -192,13 +191,11 @@ class Database:
         try:
             # The writer sleeps inside SQLite on a lock for at most WRITER_BUSY_MS (it would park the event loop):
             # that covers transient WAL locks, while a write lock held by another process makes BEGIN IMMEDIATE
-            # fail fast and retry with async sleeps for up to busy_timeout_s. The reader is an aiosqlite
-            # connection with its own thread and the full busy timeout.
+            # fail fast and retry with async sleeps for up to busy_timeout_s. The reader waits the same way (in WAL
+            # a read waits only on rare recovery and checkpoint locks).
             self.writer = self._connect_raw(WRITER_BUSY_MS)
             self.writer.create_function("agentbase_fts_source", 4, _fts_source_sql, deterministic=True)
-            busy_ms = int(self.busy_timeout_s * 1000)
-            self.reader = aiosqlite.Connection(lambda: self._connect_raw(busy_ms), 64)
-            await self.reader
+            self.reader = self._connect_raw(WRITER_BUSY_MS)
             self._set_engine()
             await self._retry_busy(lambda: Writer(self.writer).execute("PRAGMA journal_mode = WAL"))
             await self._migrate(migrate_to)
@@ -290,18 +287,38 @@ class Database:
     async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         """Run a read query on the reader connection and return all rows.
 
+        The statement runs on the calling (engine loop) thread, like writes: a hop to a connection thread cost
+        0.25-1.2 ms per statement on these 2-core machines (more right after a query embedding, whose OpenMP threads
+        keep spinning), against 5 microseconds for an indexed read, and a ``find()`` makes about five reads
+        (docs/benchmarks.md, perf). Execute and fetch run with no await between them, so no other coroutine's
+        statement can run inside this statement's read transaction and see its snapshot. A long read holds the
+        loop for its duration, as a write transaction does.
+
+        Args:
+            sql: one SELECT statement with ``?`` placeholders.
+            params: its parameters.
+
+        Returns:
+            every row, as tuples.
+
         Raises:
-            StorageError: the driver failed.
+            StorageError: the driver failed, the file stayed locked for ``busy_timeout_s``, or the database is closed.
         """
         if self.reader is None:
             raise StorageError("database is closed")
         try:
-            # Execute and fetch in one job on the connection's thread: with a separate execute() and fetchall(),
-            # another coroutine's query could run in between, inside this statement's still-open read
-            # transaction, and see a stale snapshot (e.g. miss a row another coroutine has just committed).
-            return list(await self.reader.execute_fetchall(sql, params))
+            return await self._retry_busy(lambda: self._read(sql, params))
         except DRIVER_ERRORS as exc:
             raise StorageError(f"query failed: {exc}") from exc
+
+    async def _read(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
+        if self.reader is None:  # closed while a busy retry slept
+            raise StorageError("database is closed")
+        cur = self.reader.execute(sql, params)
+        try:
+            return cur.fetchall()
+        finally:
+            cur.close()
 
     async def fetchone(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple | None:
         """Like :meth:`fetchall` but return the first row or None."""
@@ -314,7 +331,7 @@ class Database:
         self.reader = self.writer = None
         if reader is not None:
             with contextlib.suppress(Exception):
-                await reader.close()
+                reader.close()
         if writer is not None:
             # Let a transaction in flight finish first.
             async with self._write_lock:
