@@ -93,10 +93,11 @@ EXIT_FLUSH_S = 5.0  # seconds each open database gets at interpreter exit to wri
 
 
 def flush_at_exit(obj: Any) -> None:
-    """Have ``obj._drain_background()`` (a coroutine method) awaited on the engine loop at interpreter exit.
+    """Have ``obj._at_exit()`` (a coroutine method) awaited on the engine loop at interpreter exit.
 
     Held weakly: a closed and dropped database is forgotten. Used so a script that ends without ``close()``
-    still writes the traces and recall counts its last ``find()`` calls queued.
+    still writes the traces and recall counts its last ``find()`` calls queued, and returns an unfinished embedding
+    batch to the queue.
     """
     _at_exit.add(obj)
 
@@ -108,7 +109,7 @@ def _shutdown() -> None:  # pragma: no cover - interpreter exit
         return
     for obj in list(_at_exit):
         try:
-            asyncio.run_coroutine_threadsafe(obj._drain_background(), engine.loop).result(EXIT_FLUSH_S)
+            asyncio.run_coroutine_threadsafe(obj._at_exit(), engine.loop).result(EXIT_FLUSH_S)
         except Exception:  # noqa: BLE001 - best effort while the interpreter shuts down
             pass
     engine.loop.call_soon_threadsafe(engine.loop.stop)

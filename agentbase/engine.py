@@ -142,6 +142,15 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         if self.traces is not None:
             await self.traces.flush()
 
+    async def _at_exit(self) -> None:
+        """Interpreter exit without ``close()``: write the queued traces and recall counts, and hand the embedding
+        batch in flight back to the queue (due at once, no attempt counted) instead of leaving it claimed until
+        its lease expires."""
+        await self._drain_background()
+        if self.worker is not None and self.db is not None and self._pid == os.getpid():
+            self.worker._stopping = True
+            await self.worker.release()
+
     # ------------------------------------------------------------------ lifecycle
     @bridged
     async def initialize(self) -> AgentBase:

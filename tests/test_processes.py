@@ -131,3 +131,56 @@ def test_forked_child_opens_its_own_database_and_refuses_the_parents(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "refused: this AgentBase was opened in the parent" in proc.stdout
+
+
+EXITER = """
+import sys, time
+from agentbase import SyncAgentBase, load_settings
+from agentbase.embeddings import HashEmbedder
+
+class SlowEmbedder(HashEmbedder):
+    def embed_documents(self, texts):
+        time.sleep(0.4)  # a batch is still embedding when the script ends
+        return super().embed_documents(texts)
+
+settings = load_settings(ner="regex", embedder={"batch_size": 8})
+db = SyncAgentBase(sys.argv[1], settings=settings, embedder=SlowEmbedder(dims=16))
+for i in range(40):
+    db.add_memory(f"exit note number {i}", user_id="u", dedup=False)
+time.sleep(0.6)
+print("ending without close", flush=True)
+"""
+
+
+def test_script_ending_mid_embedding_leaves_its_jobs_due_with_no_attempt_counted(tmp_path):
+    """A script that ends without close() while a batch is embedding: the batch goes back to the queue, due at
+    once (not claimed until its 30 s lease expires), and the interrupted call counts no failed attempt (it was
+    recorded as "cannot schedule new futures after shutdown", with a warning on stderr)."""
+    path = tmp_path / "exit.db"
+    script = tmp_path / "exiter.py"
+    script.write_text(EXITER)
+    proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "embedding failed" not in proc.stderr
+    con = sqlite3.connect(path)
+    try:
+        rows = con.execute("SELECT status, attempts, last_error, next_run_at FROM jobs").fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 40
+    statuses = {r[0] for r in rows}
+    assert "pending" in statuses, "the script should have ended before every batch was embedded"
+    assert "running" not in statuses
+    assert {r[1] for r in rows} == {0} and {r[2] for r in rows} == {None}
+    from agentbase import SyncAgentBase, load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    db = SyncAgentBase(path, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=16))
+    try:
+        started = time.monotonic()
+        db.flush()
+        assert time.monotonic() - started < 10  # due at once, not after the 30 s lease
+        assert db.stats()["embeddings"] == 40
+    finally:
+        db.close()

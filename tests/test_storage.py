@@ -197,3 +197,41 @@ async def test_vector_mode_without_an_embedder_is_a_usage_error(db_path):
         assert [r.entry.l2_full for r in await ab.find("green tea", user_id="u")] == ["green tea in the morning"]
     finally:
         await ab.close()
+
+
+async def test_close_that_gives_up_on_a_slow_batch_hands_it_back_to_the_queue(db_path, monkeypatch):
+    """close() waits STOP_WAIT_S for the batch in flight, then cancels it: its jobs must be due again at once with
+    no attempt counted (they stayed claimed until the 30 s lease expired)."""
+    import threading
+
+    from agentbase.embeddings import HashEmbedder
+    from agentbase.ingest import worker
+
+    release = threading.Event()
+
+    class Stuck(HashEmbedder):
+        def embed_documents(self, texts):
+            release.wait(5)
+            return super().embed_documents(texts)
+
+    monkeypatch.setattr(worker, "STOP_WAIT_S", 0.3)
+    db = make_db(db_path, embedder=Stuck(dims=16))
+    await db.add_memory("a batch that is still embedding at close", user_id="u")
+    for _ in range(100):  # until the worker has claimed the job
+        if (await db.stats())["jobs"].get("running"):
+            break
+        await asyncio.sleep(0.02)
+    assert (await db.stats())["jobs"] == {"running": 1}
+    await db.close()
+    release.set()
+    with sqlite3.connect(db_path) as con:
+        status, attempts, due = con.execute("SELECT status, attempts, next_run_at FROM jobs").fetchone()
+        now = con.execute("SELECT strftime('%Y-%m-%dT%H:%M:%f', 'now')").fetchone()[0]
+    assert (status, attempts) == ("pending", 0)
+    assert due[:23] <= now  # due now, not at the end of the lease
+    again = make_db(db_path, dims=16)
+    try:
+        assert await again.flush(timeout=10) == 0
+        assert (await again.stats())["embeddings"] == 1
+    finally:
+        await again.close()

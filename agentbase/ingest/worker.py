@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -82,6 +83,7 @@ class EmbeddingWorker:
         self._task: asyncio.Task | None = None
         self.embedded = 0
         self.cache_hits = 0
+        self._claimed: list[int] = []  # job ids of the batch in flight
 
     def start(self) -> None:
         """Start the background drain task on the current (engine) loop."""
@@ -108,9 +110,35 @@ class EmbeddingWorker:
         try:
             await asyncio.wait_for(asyncio.shield(task), timeout=STOP_WAIT_S)
         except (asyncio.CancelledError, Exception):  # noqa: BLE001 - timeout or a failed batch; cancel below
+            in_flight = list(self._claimed)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+            await self.release(in_flight)
+
+    async def release(self, job_ids: list[int] | None = None) -> int:
+        """Return claimed jobs to ``pending``, due now, without counting an attempt, so the next process (or this
+        one) picks them up at once instead of after their lease (``LEASE_S``). Used when a batch is abandoned:
+        ``stop()`` gave up waiting for it, or the process is exiting.
+
+        Args:
+            job_ids: the jobs to release; default the batch in flight.
+
+        Returns:
+            number of jobs released (those still ``running``).
+
+        Raises:
+            StorageError: the update failed.
+        """
+        ids = list(self._claimed if job_ids is None else job_ids)
+        if not ids or self.db.writer is None:
+            return 0
+        now = to_db_time(utcnow())
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                f"UPDATE jobs SET status = 'pending', next_run_at = ?, updated_at = ? WHERE status = 'running' "
+                f"AND id IN ({','.join('?' * len(ids))})", [now, now, *ids])
+            return cur.rowcount
 
     async def _loop(self) -> None:
         while not self._stopping:
@@ -150,6 +178,13 @@ class EmbeddingWorker:
             claimed = list(await cur.fetchall())
         if not claimed:
             return 0
+        self._claimed = [c[0] for c in claimed]
+        try:
+            return await self._process(claimed)
+        finally:
+            self._claimed = []
+
+    async def _process(self, claimed: list[tuple]) -> int:
         ids = [c[1] for c in claimed]
         rows = await self.db.fetchall(
             f"SELECT id, rid, name, description, l2_full, content_hash, category FROM entries WHERE id IN "
@@ -160,6 +195,13 @@ class EmbeddingWorker:
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
         except Exception as exc:  # noqa: BLE001 - recorded on the job rows
+            if not threading.main_thread().is_alive():
+                # The script has ended and the interpreter is shutting down, which makes thread pools refuse
+                # work ("cannot schedule new futures after shutdown"): not the jobs' fault, so no attempt is
+                # counted and they are due again at once for the next process.
+                self._stopping = True
+                await self.release(self._claimed)
+                return 0
             await self._fail(claimed, exc)
             return len(claimed)
         model_id, dims = self.embedder.model_id, int(self.embedder.dims)
