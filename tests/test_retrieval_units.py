@@ -143,6 +143,10 @@ def test_parse_time_range_spans_and_speed():
     ("Do I still live in Boston?", {"knowledge_update"}),
     ("Can you recommend a restaurant?", {"preference"}),
     ("What is my favorite color?", {"preference"}),
+    ("Any suggestions for a weekend in Denver?", {"preference"}),
+    # recalling what was recommended earlier asks for a past statement, not for a recommendation
+    ("Can you remind me what the recommended ratio is?", set()),
+    ("In our previous chat, you suggested a few options. What were they?", set()),
     ("How much did I spend in total on gifts?", {"aggregation", "multi_session"}),
     ("What is my dog's name?", set()),
     ("我什么时候去的北京", {"temporal"}),

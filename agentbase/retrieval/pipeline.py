@@ -181,7 +181,8 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         rankings["graph"] = await graph_candidates(ab, q_entities, p.filters, limit=n)
         tracer.step("candidates_graph", candidates_out=len(rankings["graph"]), entities=sorted(q_entities))
 
-    weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector, "graph": cfg.weight_graph,
+    weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector_preference if "preference" in analysis.intents
+               else cfg.weight_vector, "graph": cfg.weight_graph,
                "temporal": cfg.weight_temporal}
     fused = weighted_rrf(rankings, weights, k=cfg.rrf_k)
     tracer.step("fusion_rrf", candidates_in=sum(len(v) for v in rankings.values()), candidates_out=len(fused),

@@ -24,7 +24,8 @@ def apply_strategies(cands: dict[int, dict[str, Any]], analysis: Any, now: datet
       a recency factor ``0.8 + 0.2 * 0.5 ** (age / temporal_half_life_days)``.
     - knowledge_update: recency factor ``0.7 + 0.3 * 0.5 ** (age / knowledge_update_half_life_days)`` so the
       latest value of a changing fact wins (superseded facts are already filtered out).
-    - preference: entries with category ``preference``/``profile`` x1.2.
+    - preference: entries with category ``preference``/``profile`` x1.2 (the fusion step before also weights the
+      vector leg with ``weight_vector_preference`` instead of ``weight_vector`` for these queries).
     - aggregation / multi_session: handled by widening the candidate pool (``aggregation_top_k_factor``).
 
     Args:
