@@ -148,7 +148,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         its lease expires."""
         await self._drain_background()
         if self.worker is not None and self.db is not None and self._pid == os.getpid():
-            self.worker._stopping = True
+            self.worker._stopping = self.worker.exiting = True
             await self.worker.release()
 
     # ------------------------------------------------------------------ lifecycle
@@ -366,7 +366,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
 
         Returns:
             Number of embedding jobs still pending: 0 unless the timeout expired, or no embedder can run them (none
-            configured, or the file's vectors have another dimension; they then wait for one that fits, at once).
+            configured, or the file's vectors have another dimension; they then wait for one that fits, at once),
+            or Python is shutting down (the main thread has ended: thread pools refuse new work; the jobs stay
+            queued for the next process).
 
         Raises:
             ValidationError: a timeout that is not a finite number >= 0.
@@ -391,7 +393,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 if self._closed:
                     raise UsageError("this AgentBase was closed while flush() was waiting") from None
                 raise
-            if pending == 0 or (deadline is not None and loop.time() > deadline):
+            if pending == 0 or (deadline is not None and loop.time() > deadline) or worker.exiting:
                 return pending
             if done == 0:
                 await asyncio.sleep(0.05)

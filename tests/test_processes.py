@@ -184,3 +184,44 @@ def test_script_ending_mid_embedding_leaves_its_jobs_due_with_no_attempt_counted
         assert db.stats()["embeddings"] == 40
     finally:
         db.close()
+
+
+MAIN_ENDS = """
+import sys, threading, time
+from agentbase import SyncAgentBase, UsageError, load_settings
+from agentbase.embeddings import HashEmbedder
+
+db = SyncAgentBase(sys.argv[1], settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=32))
+db.add_memory("apples are red", user_id="u")
+db.flush(timeout=10)
+
+def work():
+    time.sleep(0.5)  # the main thread has returned by now: Python is shutting down
+    print("fts", len(db.find("apples", user_id="u", mode="fts")), flush=True)
+    try:
+        db.find("apples", user_id="u", mode="hybrid")
+    except UsageError as exc:
+        print("hybrid UsageError", "main thread has ended" in str(exc), flush=True)
+    db.add_memory("bananas are yellow", user_id="u")
+    print("flush", db.flush(), flush=True)
+
+threading.Thread(target=work).start()
+"""
+
+
+def test_a_thread_outliving_the_main_thread_gets_typed_errors_and_a_flush_that_returns(tmp_path):
+    """Once the main thread has ended, Python's thread pools refuse new work: vector search raises UsageError (it
+    raised a bare RuntimeError), keyword search still works, and flush() returns the pending count (it waited
+    forever) while the job stays queued for the next process."""
+    script = tmp_path / "main_ends.py"
+    script.write_text(MAIN_ENDS)
+    path = tmp_path / "main_ends.db"
+    proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["fts 1", "hybrid UsageError True", "flush 1"], proc.stdout + proc.stderr
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("SELECT status, attempts FROM jobs ORDER BY id").fetchall() == [("done", 0), ("pending", 0)]
+    finally:
+        con.close()

@@ -84,6 +84,7 @@ class EmbeddingWorker:
         self.embedded = 0
         self.cache_hits = 0
         self._claimed: list[int] = []  # job ids of the batch in flight
+        self.exiting = False  # Python is shutting down: no embedding can start in this process any more
 
     def start(self) -> None:
         """Start the background drain task on the current (engine) loop."""
@@ -164,7 +165,7 @@ class EmbeddingWorker:
         Returns:
             Number of jobs processed (done or failed-and-rescheduled); 0 when nothing was due.
         """
-        if not self.enabled or self.db.writer is None:
+        if not self.enabled or self.exiting or self.db.writer is None:
             return 0
         now = utcnow()
         lease = to_db_time(now + timedelta(seconds=LEASE_S))
@@ -199,7 +200,7 @@ class EmbeddingWorker:
                 # The script has ended and the interpreter is shutting down, which makes thread pools refuse
                 # work ("cannot schedule new futures after shutdown"): not the jobs' fault, so no attempt is
                 # counted and they are due again at once for the next process.
-                self._stopping = True
+                self._stopping = self.exiting = True
                 await self.release(self._claimed)
                 return 0
             await self._fail(claimed, exc)
