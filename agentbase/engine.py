@@ -143,13 +143,12 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             await self.traces.flush()
 
     async def _at_exit(self) -> None:
-        """Interpreter exit without ``close()``: write the queued traces and recall counts, and hand the embedding
-        batch in flight back to the queue (due at once, no attempt counted) instead of leaving it claimed until
-        its lease expires."""
+        """Interpreter exit without ``close()``: write the queued traces and recall counts, and hand embedding jobs
+        still claimed back to the queue (due at once, no attempt counted) instead of leaving them claimed until
+        their lease expires."""
         await self._drain_background()
         if self.worker is not None and self.db is not None and self._pid == os.getpid():
-            self.worker._stopping = self.worker.exiting = True
-            await self.worker.release()
+            await self.worker.abandon()
 
     # ------------------------------------------------------------------ lifecycle
     @bridged

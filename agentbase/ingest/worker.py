@@ -117,6 +117,18 @@ class EmbeddingWorker:
                 await task
             await self.release(in_flight)
 
+    async def abandon(self) -> int:
+        """The process is exiting: claim no more jobs and hand the claimed ones back (see :meth:`release`).
+
+        Returns:
+            number of jobs released.
+
+        Raises:
+            StorageError: the update failed.
+        """
+        self._stopping = self.exiting = True
+        return await self.release()
+
     async def release(self, job_ids: list[int] | None = None) -> int:
         """Return claimed jobs to ``pending``, due now, without counting an attempt, so the next process (or this
         one) picks them up at once instead of after their lease (``LEASE_S``). Used when a batch is abandoned:
@@ -200,8 +212,7 @@ class EmbeddingWorker:
                 # The script has ended and the interpreter is shutting down, which makes thread pools refuse
                 # work ("cannot schedule new futures after shutdown"): not the jobs' fault, so no attempt is
                 # counted and they are due again at once for the next process.
-                self._stopping = self.exiting = True
-                await self.release(self._claimed)
+                await self.abandon()
                 return 0
             await self._fail(claimed, exc)
             return len(claimed)

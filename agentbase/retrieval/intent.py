@@ -73,8 +73,9 @@ _RULES: dict[str, re.Pattern[str]] = {
         r"|现在|目前|当前|最新|还在|仍然|依然|如今|不再|最近一次",
         re.IGNORECASE),
     Intent.PREFERENCE.value: re.compile(
-        r"\b(?:recommend(?!ed\b)\w*|suggest(?!ed\b)\w*|favou?rite|prefer\w*|what\s+should\s+i|should\s+i|any\s+(?:tips|ideas"
-        r"|advice)|ideas?\s+for|advice|would\s+i\s+(?:like|enjoy|love)|do\s+i\s+(?:like|enjoy|love|hate)"
+        r"\b(?:recommend(?!ed\b)\w*|suggest(?!ed\b)\w*|favou?rite|prefer\w*|what\s+should\s+i|should\s+i"
+        r"|any\s+(?:tips|ideas|advice)|ideas?\s+for|advice|would\s+i\s+(?:like|enjoy|love)"
+        r"|do\s+i\s+(?:like|enjoy|love|hate)"
         r"|my\s+tastes?)\b|喜欢|推荐|建议|偏好|最爱|爱好|口味|我该|应该",
         re.IGNORECASE),
 }
