@@ -147,6 +147,8 @@ def test_parse_time_range_spans_and_speed():
     # recalling what was recommended earlier asks for a past statement, not for a recommendation
     ("Can you remind me what the recommended ratio is?", set()),
     ("In our previous chat, you suggested a few options. What were they?", set()),
+    ("What did you recommend about Italian food?", set()),
+    ("Can you suggest some useful accessories for my phone?", {"preference"}),
     ("How much did I spend in total on gifts?", {"aggregation", "multi_session"}),
     ("What is my dog's name?", set()),
     ("我什么时候去的北京", {"temporal"}),

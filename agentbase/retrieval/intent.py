@@ -14,8 +14,8 @@ false positive costs a little ranking quality, never a result.
 * ``knowledge_update``: asks for the current state of something that may have changed ("current", "now",
   "still", "latest", "anymore", 现在, 目前).
 * ``preference``: asks for a recommendation or the user's taste ("recommend", "suggest", "favorite",
-  "prefer", "what should I", 喜欢, 推荐); "recommended" and "suggested" do not count: "you suggested ..." and
-  "the recommended ratio" recall an earlier statement.
+  "prefer", "what should I", 喜欢, 推荐); "recommended", "suggested" and "did you suggest" do not count: "you
+  suggested ...", "what did you recommend" and "the recommended ratio" recall an earlier statement.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ _RULES: dict[str, re.Pattern[str]] = {
         r"|现在|目前|当前|最新|还在|仍然|依然|如今|不再|最近一次",
         re.IGNORECASE),
     Intent.PREFERENCE.value: re.compile(
-        r"\b(?:recommend(?!ed\b)\w*|suggest(?!ed\b)\w*|favou?rite|prefer\w*|what\s+should\s+i|should\s+i"
+        r"\b(?:(?<!did\syou\s)recommend(?!ed\b)\w*|(?<!did\syou\s)suggest(?!ed\b)\w*|favou?rite|prefer\w*"
+        r"|what\s+should\s+i|should\s+i"
         r"|any\s+(?:tips|ideas|advice)|ideas?\s+for|advice|would\s+i\s+(?:like|enjoy|love)"
         r"|do\s+i\s+(?:like|enjoy|love|hate)"
         r"|my\s+tastes?)\b|喜欢|推荐|建议|偏好|最爱|爱好|口味|我该|应该",
