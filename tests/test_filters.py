@@ -141,3 +141,12 @@ async def test_nonsense_times_raise_validation_error_and_write_nothing(db, bad):
     assert await db.count() == 0
     assert await db.get_messages(s.id) == []
     assert len(await db.list_sessions()) == 1
+
+
+async def test_an_unknown_filter_names_itself_and_the_known_ones(db):
+    await db.add_memory("a note about filters", user_id="u")
+    with pytest.raises(ValidationError) as info:
+        await db.find("note", user_id="u", colour="red")
+    message = str(info.value)
+    assert "'colour'" in message and "user_id" in message and "date_from" in message
+    assert "__init__" not in message and "Filters" not in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -145,10 +146,12 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
     Raises:
         ValidationError: an unknown filter name or a bad value.
     """
-    try:
-        f = Filters(**filters)
-    except TypeError as exc:
-        raise ValidationError(f"unknown filter: {exc}") from None
+    known = {fld.name for fld in dataclasses.fields(Filters)}
+    unknown = sorted(set(filters) - known)
+    if unknown:
+        raise ValidationError(f"unknown filter {', '.join(map(repr, unknown))}; known filters: "
+                              f"{', '.join(sorted(known))}")
+    f = Filters(**filters)
     f.context_type = _one_or_many(f.context_type, "context_type", {c.value for c in ContextType})
     f.scope = _one_or_many(f.scope, "scope", {s.value for s in Scope})
     f.category = _one_or_many(f.category, "category", None)
