@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import NotFoundError, StorageError, ValidationError
 from .ingest.dedup import content_hash, harden_confidence
-from .ingest.facts import extract_facts
+from .ingest.facts import KEY_DESCRIPTIONS, extract_facts
 from .ingest.summary import summarize_session
 from .models import ContextType, Message, Scope, Session, utcnow
 from .ner import TAG_PREFIX, entity_tags, tag_for
@@ -422,7 +422,8 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         fact.text, category=fact.category, tags=tags, metadata={"source": "session", "message_id": msg.id,
                                                                 "fact_key": fact.subject_key, "value": fact.value},
         scope=Scope.GLOBAL, owners={**owners, "session_id": session_id}, confidence=float(fact.confidence),
-        importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None, extra={},
+        importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
+        extra={"description": KEY_DESCRIPTIONS[fact.subject_key]} if fact.subject_key in KEY_DESCRIPTIONS else {},
         extract_entities=False)
     counts = {"facts_added": 1, "facts_superseded": 0}
     if fact.subject_key:

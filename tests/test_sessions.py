@@ -168,3 +168,21 @@ async def test_summary_tags_do_not_depend_on_how_the_session_was_committed(db):
             "SELECT entry_id FROM session_memory_links WHERE session_id = ? AND kind = 'summary'", (s.id,)))[0]
         tags.append((await db.get(summary_id)).tags)
     assert tags[0] == tags[1] == tags[2] and "ner_Lisbon" in tags[0] and "ner_北京市" in tags[0]
+
+
+async def test_a_profile_fact_is_found_by_the_question_it_answers(db):
+    """'where do I live now?' shares no word with 'I moved to Denver last month': the residence fact's description
+    (ingest/facts.py KEY_DESCRIPTIONS) carries the question's words, so the current value is the best keyword match
+    (without it the fact was not a keyword match at all), and the superseded Boston fact is not returned."""
+    filler = ["I baked sourdough bread on Sunday.", "My cat knocked over a plant.", "I started learning the piano.",
+              "I finished reading a novel about sailors.", "We watched a documentary on whales."]
+    for text in ["I live in Boston with my partner.", *filler, "I moved to Denver last month, still unpacking boxes."]:
+        s = await db.create_session(user_id="f")
+        await db.add_message(s.id, role="user", content=text)
+        await db.commit_session(s.id)
+    results = await db.find("where do I live now?", user_id="f", top_k=5, mode="fts")
+    by_text = {r.entry.l2_full: r for r in results}
+    fact = by_text["User moved to Denver last month"]
+    assert fact.entry.description == "where they live: home, city, lives"
+    assert fact.score_parts["bm25"] == min(r.score_parts["bm25"] for r in results)
+    assert "User lives in Boston with their partner" not in by_text

@@ -27,11 +27,24 @@ from ._grammar import expand_contractions
 from ._text import MEMO_CHARS, clean_text, has_cjk, split_sentences
 from .tiers import lead
 
-__all__ = ["FACT_CATEGORIES", "Fact", "extract_facts"]
+__all__ = ["FACT_CATEGORIES", "KEY_DESCRIPTIONS", "Fact", "extract_facts"]
 
 FactCategory = Literal["preference", "possession", "plan", "event", "profile"]
 FACT_CATEGORIES: tuple[str, ...] = ("preference", "possession", "plan", "event", "profile")
 _MAX_FACT_CHARS = 200
+
+# What a profile fact answers, in the words a question about it uses: the description of the fact's entry (a keyword
+# and vector key), so "where do I live now?" reaches "User moved to Denver last month" (key ``residence``), the
+# current value, and not only the older turns that say "live".
+KEY_DESCRIPTIONS: dict[str, str] = {
+    "residence": "where they live: home, city, lives",
+    "employer": "where they work: job, employer, company, works",
+    "occupation": "what they do for a living: job, occupation, work",
+    "origin": "where they are from: hometown, grew up, born",
+    "name": "their name, what they are called",
+    "age": "how old they are: age",
+    "diet": "what they eat: diet, food",
+}
 
 
 @dataclass(frozen=True, slots=True)
