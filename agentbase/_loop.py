@@ -17,12 +17,31 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from ._perprocess import PerProcess
-from .errors import UsageError
+from .errors import AgentBaseError, UsageError
 
-__all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit"]
+__all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit", "interpreter_exiting"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def interpreter_exiting() -> bool:
+    """True once the main thread has ended: Python is shutting down, and its thread pools refuse new work
+    ("cannot schedule new futures after shutdown") while other threads may still be running."""
+    return not threading.main_thread().is_alive()
+
+
+async def _exit_aware(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro``; a bare RuntimeError raised once the main thread has ended (a thread pool refusing work)
+    becomes a UsageError that says why."""
+    try:
+        return await coro
+    except RuntimeError as exc:
+        if isinstance(exc, AgentBaseError) or not interpreter_exiting():
+            raise
+        raise UsageError(f"this call needs a worker thread, and Python's thread pools refuse new work once the main "
+                         f"thread has ended ({exc}); join your threads before the main thread returns (keyword "
+                         f"search, mode='fts', needs none)") from exc
 
 
 class EngineLoop:
@@ -45,7 +64,7 @@ class EngineLoop:
         """Await ``coro`` on the engine loop from any loop (directly if already on it)."""
         if self.in_loop_thread():
             return await coro
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_exit_aware(coro), self.loop))
 
     def run_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the engine loop and block until it finishes.
@@ -57,7 +76,7 @@ class EngineLoop:
             coro.close()
             raise UsageError("a sync AgentBase method was called from the engine's own event loop; "
                              "await the async method instead")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        return asyncio.run_coroutine_threadsafe(_exit_aware(coro), self.loop).result(timeout)
 
 
 def _forget_exit_drains() -> None:

@@ -202,6 +202,10 @@ def work():
         db.find("apples", user_id="u", mode="hybrid")
     except UsageError as exc:
         print("hybrid UsageError", "main thread has ended" in str(exc), flush=True)
+    try:
+        db.backup(sys.argv[1] + ".backups")  # any call that needs a worker thread, not only vector search
+    except UsageError as exc:
+        print("backup UsageError", "main thread has ended" in str(exc), flush=True)
     db.add_memory("bananas are yellow", user_id="u")
     print("flush", db.flush(), flush=True)
 
@@ -210,8 +214,8 @@ threading.Thread(target=work).start()
 
 
 def test_a_thread_outliving_the_main_thread_gets_typed_errors_and_a_flush_that_returns(tmp_path):
-    """Once the main thread has ended, Python's thread pools refuse new work: vector search raises UsageError (it
-    raised a bare RuntimeError), keyword search still works, and flush() returns the pending count (it waited
+    """Once the main thread has ended, Python's thread pools refuse new work: vector search and a backup raise
+    UsageError (they raised a bare RuntimeError), keyword search still works, and flush() returns the pending count (it waited
     forever) while the job stays queued for the next process."""
     script = tmp_path / "main_ends.py"
     script.write_text(MAIN_ENDS)
@@ -219,7 +223,8 @@ def test_a_thread_outliving_the_main_thread_gets_typed_errors_and_a_flush_that_r
     proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines() == ["fts 1", "hybrid UsageError True", "flush 1"], proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["fts 1", "hybrid UsageError True", "backup UsageError True", "flush 1"], \
+        proc.stdout + proc.stderr
     con = sqlite3.connect(path)
     try:
         assert con.execute("SELECT status, attempts FROM jobs ORDER BY id").fetchall() == [("done", 0), ("pending", 0)]

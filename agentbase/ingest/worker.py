@@ -14,12 +14,12 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import threading
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
+from .._loop import interpreter_exiting
 from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
 from ..index.vector import create_vec_table, upsert_vector
@@ -208,7 +208,7 @@ class EmbeddingWorker:
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
         except Exception as exc:  # noqa: BLE001 - recorded on the job rows
-            if not threading.main_thread().is_alive():
+            if interpreter_exiting():
                 # The script has ended and the interpreter is shutting down, which makes thread pools refuse
                 # work ("cannot schedule new futures after shutdown"): not the jobs' fault, so no attempt is
                 # counted and they are due again at once for the next process.

@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..errors import UsageError
 from ..graph import graph_candidates
 from ..index.fts import (bm25_upper_bound, common_terms_queries, document_frequencies, dropped_only_query,
                          match_expression, maxscore_restriction, query_tokens, select_terms)
@@ -156,14 +154,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         rankings["fts"] = [rid for rid, _ in fts]
         bm25 = dict(fts)
     if use_vector:
-        try:
-            qvec = await asyncio.to_thread(ab.embedder.embed_query, query)
-        except RuntimeError as exc:  # the thread pool refused the call: Python is shutting down
-            if threading.main_thread().is_alive():
-                raise
-            raise UsageError("vector search is unavailable once the main thread has ended: Python's thread pools "
-                             "refuse new work during interpreter shutdown (join your threads before the main "
-                             "thread returns, or use mode='fts')") from exc
+        qvec = await asyncio.to_thread(ab.embedder.embed_query, query)
         tracer.step("embed_query", dims=int(len(qvec)))
         vec, engine = await knn(db, db.vector_engine, qvec, n, where, params, ab.matrix)
         rankings["vector"] = [rid for rid, _ in vec]
