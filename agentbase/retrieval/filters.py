@@ -132,6 +132,9 @@ def _one_or_many(value: Any, what: str, allowed: set[str] | None) -> Any:
     return value
 
 
+_FILTER_NAMES = frozenset(fld.name for fld in dataclasses.fields(Filters))
+
+
 def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
     """Validate keyword filters into a :class:`Filters`.
 
@@ -146,11 +149,10 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
     Raises:
         ValidationError: an unknown filter name or a bad value.
     """
-    known = {fld.name for fld in dataclasses.fields(Filters)}
-    unknown = sorted(set(filters) - known)
+    unknown = sorted(set(filters) - _FILTER_NAMES)
     if unknown:
         raise ValidationError(f"unknown filter {', '.join(map(repr, unknown))}; known filters: "
-                              f"{', '.join(sorted(known))}")
+                              f"{', '.join(sorted(_FILTER_NAMES))}")
     f = Filters(**filters)
     f.context_type = _one_or_many(f.context_type, "context_type", {c.value for c in ContextType})
     f.scope = _one_or_many(f.scope, "scope", {s.value for s in Scope})
