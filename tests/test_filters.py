@@ -150,3 +150,17 @@ async def test_an_unknown_filter_names_itself_and_the_known_ones(db):
     message = str(info.value)
     assert "'colour'" in message and "user_id" in message and "date_from" in message
     assert "__init__" not in message and "Filters" not in message
+
+
+async def test_no_filter_takes_raw_sql(db):
+    """Filters had an internal ``extra`` field of raw SQL clauses that keyword arguments could reach:
+    ``extra=[("1 OR 1", [])]`` bypassed the owner filter, in ``delete_all`` too. It is gone."""
+    await db.add_memory("alice secret: tea", user_id="alice")
+    bob = await db.add_memory("bob secret: coffee", user_id="bob")
+    for call in (db.list, db.count, db.delete_all):
+        with pytest.raises(ValidationError, match="unknown filter 'extra'"):
+            await call(user_id="alice", extra=[("1 OR 1", [])])
+    with pytest.raises(ValidationError, match="unknown filter 'extra'"):
+        await db.find("secret", user_id="alice", extra=[("1 OR 1", [])])
+    assert (await db.get(bob.id)) is not None
+    assert [e.l2_full for e in await db.list(user_id="alice")] == ["alice secret: tea"]

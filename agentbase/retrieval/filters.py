@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -52,7 +52,6 @@ class Filters:
     date_to: datetime | None = None
     include_archived: bool = False
     exclude_superseded: bool = True
-    extra: list[tuple[str, list[Any]]] = field(default_factory=list)
 
     def where(self, alias: str = "e") -> tuple[str, list[Any]]:
         """Build a SQL boolean expression over ``entries AS alias`` and its parameters.
@@ -110,9 +109,6 @@ class Filters:
             clauses.append(f"{a}.status = 'active'")
         if self.exclude_superseded:
             clauses.append(f"{a}.superseded_by IS NULL")
-        for sql, extra_params in self.extra:
-            clauses.append(sql)
-            params.extend(extra_params)
         return (" AND ".join(clauses) or "1"), params
 
 
