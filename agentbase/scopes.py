@@ -87,14 +87,15 @@ def visible_to(user_id: str | None = None, agent_id: str | None = None, project_
         user_id, agent_id, project_id, session_id: the viewer's ids (see the table in the module docstring).
 
     Returns:
-        ``{"extra": [(sql, params)]}`` for :class:`~agentbase.retrieval.filters.Filters`; spread it into the
-        call: ``db.find(q, **visible_to(agent_id="a1"))``.
+        ``{"visible_to": {...the ids...}}`` for :class:`~agentbase.retrieval.filters.Filters`; spread it into
+        the call: ``db.find(q, **visible_to(agent_id="a1"))``.
 
     Raises:
         ValidationError: a malformed id.
     """
     viewer = {"user_id": user_id, "agent_id": agent_id, "project_id": project_id, "session_id": session_id}
-    return {"extra": [visibility_clause(viewer)]}
+    visibility_clause(viewer)  # a malformed id fails here, where it is given
+    return {"visible_to": viewer}
 
 
 class ActiveSession(BaseModel):

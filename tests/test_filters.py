@@ -164,3 +164,18 @@ async def test_no_filter_takes_raw_sql(db):
         await db.find("secret", user_id="alice", extra=[("1 OR 1", [])])
     assert (await db.get(bob.id)) is not None
     assert [e.l2_full for e in await db.list(user_id="alice")] == ["alice secret: tea"]
+
+
+async def test_visible_to_is_a_checked_filter_of_owner_ids(db):
+    """The scope filter (``**visible_to(...)``) is a dict of ids that the library turns into SQL itself."""
+    from agentbase.scopes import visible_to
+
+    mine = await db.add_memory("agent note on deploys", agent_id="a1", scope="agent")
+    await db.add_memory("other agent note on deploys", agent_id="a2", scope="agent")
+    assert visible_to(agent_id="a1") == {"visible_to": {"user_id": None, "agent_id": "a1", "project_id": None,
+                                                        "session_id": None}}
+    assert [e.id for e in await db.list(**visible_to(agent_id="a1"))] == [mine.id]
+    assert [e.id for e in await db.list(visible_to={"agent_id": "a1"})] == [mine.id]
+    for bad in ("a1", {"team_id": "x"}, {"agent_id": ""}, {"agent_id": 5}):
+        with pytest.raises(ValidationError):
+            await db.list(visible_to=bad)

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..models import ContextType, Scope
+from ..scopes import visibility_clause
 from ..timeutil import parse_time, to_db_time
 from ..validation import check_bool, check_category, check_id, check_int, check_json, check_tags
 
@@ -37,6 +38,9 @@ class Filters:
             that whole day. Bounds with a clock time are exact.
         include_archived: include entries archived by a decay pass.
         exclude_superseded: hide entries replaced by a newer version of the same fact.
+        visible_to: a viewer's owner ids (``user_id``, ``agent_id``, ``project_id``, ``session_id``): only what
+            that viewer may see by scope (:func:`agentbase.scopes.visibility_clause`; built by
+            :func:`agentbase.scopes.visible_to`).
     """
 
     context_type: str | list[str] | None = None
@@ -52,6 +56,7 @@ class Filters:
     date_to: datetime | None = None
     include_archived: bool = False
     exclude_superseded: bool = True
+    visible_to: dict[str, Any] | None = None
 
     def where(self, alias: str = "e") -> tuple[str, list[Any]]:
         """Build a SQL boolean expression over ``entries AS alias`` and its parameters.
@@ -109,6 +114,10 @@ class Filters:
             clauses.append(f"{a}.status = 'active'")
         if self.exclude_superseded:
             clauses.append(f"{a}.superseded_by IS NULL")
+        if self.visible_to is not None:
+            sql, viewer_params = visibility_clause(self.visible_to, a)
+            clauses.append(sql)
+            params.extend(viewer_params)
         return (" AND ".join(clauses) or "1"), params
 
 
@@ -150,6 +159,8 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
         raise ValidationError(f"unknown filter {', '.join(map(repr, unknown))}; known filters: "
                               f"{', '.join(sorted(_FILTER_NAMES))}")
     f = Filters(**filters)
+    if f.visible_to is not None:
+        visibility_clause(f.visible_to)  # validates the viewer (a dict of known keys and well-formed ids)
     f.context_type = _one_or_many(f.context_type, "context_type", {c.value for c in ContextType})
     f.scope = _one_or_many(f.scope, "scope", {s.value for s in Scope})
     f.category = _one_or_many(f.category, "category", None)
