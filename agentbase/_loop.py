@@ -25,19 +25,41 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def interpreter_exiting() -> bool:
-    """True once the main thread has ended: Python is shutting down, and its thread pools refuse new work
-    ("cannot schedule new futures after shutdown") while other threads may still be running."""
-    return not threading.main_thread().is_alive()
+_REFUSED = "cannot schedule new futures"  # ThreadPoolExecutor.submit's words once its pools are shut down
+
+
+def interpreter_exiting(exc: BaseException | None = None) -> bool:
+    """Whether Python is shutting down while this thread still runs, so thread pools refuse new work.
+
+    True once the main thread has ended, or when ``exc`` (or an exception it was raised from) is a thread pool's
+    refusal ("cannot schedule new futures after shutdown"): the refusals start a moment earlier, since
+    ``concurrent.futures`` shuts its pools down before the main thread is marked as ended (CPython's
+    ``threading._shutdown``).
+
+    Args:
+        exc: an exception to check, or None.
+
+    Returns:
+        True when Python is shutting down.
+    """
+    if not threading.main_thread().is_alive():
+        return True
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, RuntimeError) and _REFUSED in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 async def _exit_aware(coro: Coroutine[Any, Any, T]) -> T:
-    """Await ``coro``; a bare RuntimeError raised once the main thread has ended (a thread pool refusing work)
-    becomes a UsageError that says why."""
+    """Await ``coro``; a bare RuntimeError raised while Python shuts down (:func:`interpreter_exiting`: a thread
+    pool refusing work) becomes a UsageError that says why."""
     try:
         return await coro
     except RuntimeError as exc:
-        if isinstance(exc, AgentBaseError) or not interpreter_exiting():
+        if isinstance(exc, AgentBaseError) or not interpreter_exiting(exc):
             raise
         raise UsageError(f"this call needs a worker thread, and Python's thread pools refuse new work once the main "
                          f"thread has ended ({exc}); join your threads before the main thread returns (keyword "

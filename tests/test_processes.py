@@ -230,3 +230,53 @@ def test_a_thread_outliving_the_main_thread_gets_typed_errors_and_a_flush_that_r
         assert con.execute("SELECT status, attempts FROM jobs ORDER BY id").fetchall() == [("done", 0), ("pending", 0)]
     finally:
         con.close()
+
+
+FLUSH_AT_EXIT = """
+import sys, threading, time
+from agentbase import SyncAgentBase, load_settings
+from agentbase.embeddings import HashEmbedder
+
+class SlowEmbedder(HashEmbedder):
+    def embed_documents(self, texts):
+        time.sleep(0.05)
+        return super().embed_documents(texts)
+
+settings = load_settings(ner="regex", embedder={"batch_size": 8})
+db = SyncAgentBase(sys.argv[1], settings=settings, embedder=SlowEmbedder(dims=16))
+for i in range(300):
+    db.add_memory(f"memory number {i} about topic {i * 7}", user_id="a", dedup=False)
+
+def work():  # its flush() is still running when the main thread returns
+    print("flush", db.flush(), flush=True)
+    db.close()
+
+threading.Thread(target=work).start()
+time.sleep(0.3)
+"""
+
+
+def test_a_flush_running_when_the_main_thread_ends_counts_no_failed_attempt(tmp_path):
+    """Python refuses new thread-pool work a moment before it marks the main thread as ended; batches refused in
+    that window were recorded as failures (attempts + 1, last_error "cannot schedule new futures", a warning per
+    batch). They must go back to the queue like any batch interrupted by the exit."""
+    path = tmp_path / "flush_exit.db"
+    script = tmp_path / "flush_exit.py"
+    script.write_text(FLUSH_AT_EXIT)
+    proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "embedding failed" not in proc.stderr
+    con = sqlite3.connect(path)
+    try:
+        rows = con.execute("SELECT status, attempts, last_error FROM jobs").fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 300
+    assert {r[0] for r in rows} <= {"done", "pending"}
+    assert {(r[1], r[2]) for r in rows} == {(0, None)}
+    # flush() returns the jobs left when it stops; a batch the background worker was already embedding may still
+    # finish after that (Python waits for running threads at exit), at most one batch of 8.
+    pending = sum(r[0] == "pending" for r in rows)
+    flushed = int(proc.stdout.split()[-1])
+    assert pending <= flushed <= pending + 8, (flushed, pending)

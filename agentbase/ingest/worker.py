@@ -208,8 +208,8 @@ class EmbeddingWorker:
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
         except Exception as exc:  # noqa: BLE001 - recorded on the job rows
-            if interpreter_exiting():
-                # The script has ended and the interpreter is shutting down, which makes thread pools refuse
+            if interpreter_exiting(exc):
+                # The script has ended and Python is shutting down, which makes thread pools refuse
                 # work ("cannot schedule new futures after shutdown"): not the jobs' fault, so no attempt is
                 # counted and they are due again at once for the next process.
                 await self.abandon()
