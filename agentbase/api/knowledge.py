@@ -277,7 +277,7 @@ class KnowledgeAPI:
         "deploy" ~ "deployment") against skill names (weight 2) and descriptions (weight 1), by RRF (k = 60).
 
         Args:
-            query: the request. top_k: 1..1000. **filters: as for :meth:`find` (owners, tags, ``extra``...).
+            query: the request. top_k: 1..1000. **filters: as for :meth:`find` (owners, tags, ``visible_to``...).
 
         Returns:
             :class:`SearchResult` objects for skill entries; ``score_parts`` has ``find_rank``, ``name_rank``,
