@@ -31,6 +31,26 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _run_script(tmp_path: Path, source: str, name: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run ``source`` as a script on ``tmp_path/<name>.db``; it must exit 0 without an embedding failure logged."""
+    path = tmp_path / f"{name}.db"
+    script = tmp_path / f"{name}.py"
+    script.write_text(source)
+    proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "embedding failed" not in proc.stderr
+    return proc, path
+
+
+def _jobs(path: Path, columns: str) -> list[tuple]:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(f"SELECT {columns} FROM jobs ORDER BY id").fetchall()
+    finally:
+        con.close()
+
+
 @pytest.mark.slow
 def test_cli_and_script_write_concurrently(tmp_path):
     db = tmp_path / "shared.db"
@@ -156,18 +176,8 @@ def test_script_ending_mid_embedding_leaves_its_jobs_due_with_no_attempt_counted
     """A script that ends without close() while a batch is embedding: the batch goes back to the queue, due at
     once (not claimed until its 30 s lease expires), and the interrupted call counts no failed attempt (it was
     recorded as "cannot schedule new futures after shutdown", with a warning on stderr)."""
-    path = tmp_path / "exit.db"
-    script = tmp_path / "exiter.py"
-    script.write_text(EXITER)
-    proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "embedding failed" not in proc.stderr
-    con = sqlite3.connect(path)
-    try:
-        rows = con.execute("SELECT status, attempts, last_error, next_run_at FROM jobs").fetchall()
-    finally:
-        con.close()
+    _, path = _run_script(tmp_path, EXITER, "exit")
+    rows = _jobs(path, "status, attempts, last_error, next_run_at")
     assert len(rows) == 40
     statuses = {r[0] for r in rows}
     assert "pending" in statuses, "the script should have ended before every batch was embedded"
@@ -217,19 +227,10 @@ def test_a_thread_outliving_the_main_thread_gets_typed_errors_and_a_flush_that_r
     """Once the main thread has ended, Python's thread pools refuse new work: vector search and a backup raise
     UsageError (they raised a bare RuntimeError), keyword search still works, and flush() returns the pending count (it waited
     forever) while the job stays queued for the next process."""
-    script = tmp_path / "main_ends.py"
-    script.write_text(MAIN_ENDS)
-    path = tmp_path / "main_ends.db"
-    proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc, path = _run_script(tmp_path, MAIN_ENDS, "main_ends")
     assert proc.stdout.splitlines() == ["fts 1", "hybrid UsageError True", "backup UsageError True", "flush 1"], \
         proc.stdout + proc.stderr
-    con = sqlite3.connect(path)
-    try:
-        assert con.execute("SELECT status, attempts FROM jobs ORDER BY id").fetchall() == [("done", 0), ("pending", 0)]
-    finally:
-        con.close()
+    assert _jobs(path, "status, attempts") == [("done", 0), ("pending", 0)]
 
 
 FLUSH_AT_EXIT = """
@@ -260,18 +261,8 @@ def test_a_flush_running_when_the_main_thread_ends_counts_no_failed_attempt(tmp_
     """Python refuses new thread-pool work a moment before it marks the main thread as ended; batches refused in
     that window were recorded as failures (attempts + 1, last_error "cannot schedule new futures", a warning per
     batch). They must go back to the queue like any batch interrupted by the exit."""
-    path = tmp_path / "flush_exit.db"
-    script = tmp_path / "flush_exit.py"
-    script.write_text(FLUSH_AT_EXIT)
-    proc = subprocess.run([sys.executable, str(script), str(path)], env=_env(), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "embedding failed" not in proc.stderr
-    con = sqlite3.connect(path)
-    try:
-        rows = con.execute("SELECT status, attempts, last_error FROM jobs").fetchall()
-    finally:
-        con.close()
+    proc, path = _run_script(tmp_path, FLUSH_AT_EXIT, "flush_exit")
+    rows = _jobs(path, "status, attempts, last_error")
     assert len(rows) == 300
     assert {r[0] for r in rows} <= {"done", "pending"}
     assert {(r[1], r[2]) for r in rows} == {(0, None)}
