@@ -179,3 +179,40 @@ async def test_visible_to_is_a_checked_filter_of_owner_ids(db):
     for bad in ("a1", {"team_id": "x"}, {"agent_id": ""}, {"agent_id": 5}):
         with pytest.raises(ValidationError):
             await db.list(visible_to=bad)
+
+
+async def test_list_filters_any_of_and_all_of_and_empty_lists(db):
+    a = await db.add_memory("deploy checklist", tags=["ops", "prod"], category="procedure")
+    b = await db.add_memory("deploy party", tags=["fun", "ops"], category="event")
+    await db.add_memory("deploy notes", category="note")
+    await db.flush()
+    for mode in ("fts", "vector", "hybrid"):
+        got = {r.entry.id for r in await db.find("deploy", mode=mode, category=["procedure", "event"])}
+        assert got == {a.id, b.id}, mode
+        # an empty "one of" list matches nothing, on every leg
+        assert await db.find("deploy", mode=mode, category=[]) == [], mode
+        assert await db.find("deploy", mode=mode, context_type=[]) == [], mode
+        assert await db.find("deploy", mode=mode, scope=[]) == [], mode
+    assert await db.list(category=[]) == []
+    # tags: all of them; a repeated tag counts once; an empty list asks for nothing
+    assert {e.id for e in await db.list(tags=["ops"])} == {a.id, b.id}
+    assert [e.id for e in await db.list(tags=["ops", "prod", "ops"])] == [a.id]
+    assert len(await db.list(tags=[])) == 3
+
+
+async def test_a_thousand_tags_or_categories_are_one_clause_each(db):
+    many = [f"tag{i}" for i in range(1500)]
+    full = await db.add_memory("kitchen inventory", tags=many, category="c7")
+    await db.add_memory("kitchen inventory short", tags=many[:3], category="other")
+    assert [e.id for e in await db.list(tags=many)] == [full.id]
+    assert [r.entry.id for r in await db.find("kitchen", mode="fts", tags=many)] == [full.id]
+    cats = [f"c{i}" for i in range(1500)]
+    assert [r.entry.id for r in await db.find("kitchen", mode="fts", category=cats)] == [full.id]
+
+
+async def test_metadata_none_matches_a_stored_null_not_a_missing_key(db):
+    null = await db.add_memory("ticket alpha", metadata={"owner": None})
+    await db.add_memory("ticket bravo", metadata={"other": 1})
+    await db.add_memory("ticket charlie", metadata={"owner": "kim"})
+    assert [r.entry.id for r in await db.find("ticket", mode="fts", metadata={"owner": None})] == [null.id]
+    assert [e.id for e in await db.list(metadata={"owner": None})] == [null.id]

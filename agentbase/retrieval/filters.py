@@ -23,15 +23,17 @@ _META_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 
 @dataclass
 class Filters:
-    """Which entries a query may see. Every field is optional; unset fields do not filter.
+    """Which entries a query may see. Every field is optional; unset (``None``) fields do not filter.
 
     Attributes:
-        context_type: ``memory``, ``resource`` or ``skill`` (or a list of them).
-        category: one category or a list.
-        tags: entries must carry *all* of these tags.
-        scope: one scope or a list.
+        context_type: ``memory``, ``resource`` or ``skill``, or a list of them (any of them; an empty list
+            matches nothing).
+        category: one category or a list (any of them; an empty list matches nothing).
+        tags: entries must carry *all* of these tags (an empty list asks for nothing and matches every entry).
+        scope: one scope or a list (any of them; an empty list matches nothing).
         user_id, agent_id, project_id, session_id: owner ids (exact match).
-        metadata: equality on top-level metadata keys (JSON scalars).
+        metadata: equality on top-level metadata keys (JSON scalars); ``None`` matches a key stored as JSON
+            ``null``, not a missing key.
         date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (UTC). A bound without a
             clock time (``"2024-05-31"``, ``"2024-05"``, ``"2024"``, a ``datetime.date``) names a period:
             ``date_from`` is its first moment and ``date_to`` its last, so ``date_to="2024-05-31"`` includes
@@ -74,24 +76,32 @@ class Filters:
 
         def one_or_many(column: str, value: Any) -> None:
             values = [value] if isinstance(value, str) or hasattr(value, "value") else list(value)
-            values = [getattr(v, "value", v) for v in values]
-            clauses.append(f"{a}.{column} IN ({','.join('?' * len(values))})")
-            params.extend(values)
+            values = list(dict.fromkeys(getattr(v, "value", v) for v in values))
+            if not values:  # "one of no values": nothing passes (None, not [], means no filter)
+                clauses.append("0")
+            elif len(values) == 1:
+                clauses.append(f"{a}.{column} = ?")
+                params.append(values[0])
+            else:
+                clauses.append(f"{a}.{column} IN (SELECT value FROM json_each(?))")
+                params.append(json.dumps(values))
 
-        if self.context_type:
-            one_or_many("context_type", self.context_type)
-        if self.category:
-            one_or_many("category", self.category)
-        if self.scope:
-            one_or_many("scope", self.scope)
+        for column in ("context_type", "category", "scope"):
+            if getattr(self, column) is not None:
+                one_or_many(column, getattr(self, column))
         for column in ("user_id", "agent_id", "project_id", "session_id"):
             value = getattr(self, column)
             if value is not None:
                 clauses.append(f"{a}.{column} = ?")
                 params.append(str(value))
-        for tag in self.tags or []:
-            clauses.append(f"EXISTS (SELECT 1 FROM entry_tags t WHERE t.rid = {a}.rid AND t.tag = ?)")
-            params.append(str(tag))
+        tags = list(dict.fromkeys(str(t) for t in self.tags or []))
+        if tags:
+            # One clause for any number of tags (an AND of one EXISTS per tag passes SQLite's expression depth
+            # limit of 1,000 near that many tags); (tag, rid) is the table's primary key, so counting the entry's
+            # rows among the wanted tags counts distinct tags.
+            clauses.append(f"(SELECT count(*) FROM entry_tags t WHERE t.rid = {a}.rid "
+                           f"AND t.tag IN (SELECT value FROM json_each(?))) = ?")
+            params.extend([json.dumps(tags), len(tags)])
         for key, value in (self.metadata or {}).items():
             if not isinstance(key, str) or not _META_KEY.match(key):
                 raise ValidationError(f"metadata filter key {key!r} must match [A-Za-z0-9_.-]{{1,64}}")
@@ -101,6 +111,10 @@ class Filters:
                 check_int(value, f"metadata filter value for {key!r}")
             else:  # NaN/infinity, lone surrogates
                 check_json(value, f"metadata filter value for {key!r}")
+            if value is None:  # a JSON null stored under the key; json_extract gives NULL for a missing key too
+                clauses.append(f"json_type({a}.metadata, ?) = 'null'")
+                params.append(f'$."{key}"')
+                continue
             clauses.append(f"json_extract({a}.metadata, ?) IS ?")
             params.append(f'$."{key}"')
             params.append(json.loads(json.dumps(value)) if not isinstance(value, bool) else int(value))
