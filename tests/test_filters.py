@@ -216,3 +216,35 @@ async def test_metadata_none_matches_a_stored_null_not_a_missing_key(db):
     await db.add_memory("ticket charlie", metadata={"owner": "kim"})
     assert [r.entry.id for r in await db.find("ticket", mode="fts", metadata={"owner": None})] == [null.id]
     assert [e.id for e in await db.list(metadata={"owner": None})] == [null.id]
+
+
+async def test_metadata_values_compare_as_typed_json(db):
+    ids = {}
+    for name, meta in [("flag", {"v": True}), ("one", {"v": 1}), ("onef", {"v": 1.0}), ("text", {"v": "1"}),
+                       ("arr", {"v": ["a", "b"]}), ("arrtext", {"v": '["a","b"]'})]:
+        ids[name] = (await db.add_memory(f"widget {name}", metadata=meta, user_id="m")).id
+
+    async def names(value):
+        got = {e.id for e in await db.list(user_id="m", metadata={"v": value})}
+        assert got == {r.entry.id for r in await db.find("widget", mode="fts", user_id="m", metadata={"v": value})}
+        return {n for n, i in ids.items() if i in got}
+
+    assert await names(True) == {"flag"}
+    assert await names(1) == {"one", "onef"}
+    assert await names(1.0) == {"one", "onef"}
+    assert await names("1") == {"text"}
+    assert await names('["a","b"]') == {"arrtext"}
+    assert await db.delete_all(user_id="m", metadata={"v": True}) == 1
+    assert await db.count(user_id="m") == 5
+
+
+async def test_delete_all_honours_explicit_superseded_and_archived_flags(db):
+    for text in ("I live in Boston.", "We just moved to Austin."):
+        s = await db.create_session(user_id="d")
+        await db.add_message(s.id, role="user", content=text)
+        await db.commit_session(s.id)
+    assert await db.count(user_id="d", category="profile") == 1
+    assert await db.delete_all(user_id="d", category="profile", exclude_superseded=True) == 1
+    left = await db.list(user_id="d", category="profile", exclude_superseded=False)
+    assert [e.l2_full for e in left] == ["User lives in Boston"]
+    assert await db.delete_all(user_id="d", category="profile") == 1  # default: old versions too

@@ -104,6 +104,26 @@ def test_favorite_colour_then_update():
         ("I'm 32 years old.", "User is 32 years old", "profile", "age", "32"),
         ("I work at Google.", "User works at Google", "profile", "employer", "Google"),
         ("I work as a nurse.", "User works as a nurse", "profile", "occupation", "nurse"),
+        ("We just moved to Austin.", "User just moved to Austin", "profile", "residence", "Austin"),
+        ("I left Google and joined Netflix.", "User left Google and joined Netflix", "profile", "employer",
+         "Netflix"),
+        ("I left my job at Google to join Netflix as a designer.",
+         "User left their job at Google to join Netflix as a designer", "profile", "employer", "Netflix"),
+        ("I got hired by Stripe.", "User got hired by Stripe", "profile", "employer", "Stripe"),
+        ("I started working at Acme in May.", "User started working at Acme in May", "profile", "employer",
+         "Acme"),
+        ("I work at Google as an engineer.", "User works at Google as an engineer", "profile", "employer",
+         "Google"),
+        ("I changed my name to Robin.", "User's name is Robin", "profile", "name", "Robin"),
+        ("I moved from Boston to Denver.", "User moved from Boston to Denver", "profile", "residence", "Denver"),
+        ("I accepted an offer from Stripe.", "User accepted an offer from Stripe", "profile", "employer",
+         "Stripe"),
+        ("I joined Stripe as an engineer.", "User joined Stripe as an engineer", "profile", "employer", "Stripe"),
+        ("I moved to the couch.", "User moved to the couch", "event", None, "the couch"),
+        ("I'm now a nurse.", "User is a nurse", "profile", "occupation", "nurse"),
+        ("I became a teacher.", "User is a teacher", "profile", "occupation", "teacher"),
+        ("I went vegan in January.", "User went vegan in January", "profile", "diet", "vegan"),
+        ("I am vegetarian now.", "User is vegetarian", "profile", "diet", "vegetarian"),
         ("I'm a software engineer.", "User is a software engineer", "profile", "occupation",
          "software engineer"),
         ("I'm a vegetarian.", "User is a vegetarian", "profile", "diet", "vegetarian"),
@@ -131,6 +151,11 @@ def test_english_patterns(text: str, fact_text: str, category: str, key: str | N
     fact = one(text)
     assert (fact.text, fact.category, fact.subject_key, fact.value) == (fact_text, category, key, value)
     assert fact.category in FACT_CATEGORIES and 0 < fact.confidence <= 1
+
+
+def test_joining_a_club_is_not_a_change_of_employer():
+    assert [f.subject_key for f in extract_facts("I joined a gym. I joined the Sierra Club last year.")] == [None, None]
+    assert [f.subject_key for f in extract_facts("We have a dog. We love pizza.")] == []
 
 
 def test_time_expressions_are_kept_raw_for_the_caller():
@@ -162,6 +187,7 @@ def test_opinion_flip_is_an_update():
         "I have a question about Python.",
         "I love your suggestions!",
         "Alice works at Acme in Paris.",
+        "We went to the park.",
         "Can you recommend a restaurant?",
         "```python\nI love bugs = True\n```",
         "",
@@ -269,6 +295,9 @@ def test_normalize_and_hash():
     assert h == content_hash("hello world") and re.fullmatch(r"[0-9a-f]{64}", h)
     assert h == "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"  # sha256(b"hello world")
     assert content_hash("hello world") != content_hash("hello, world")
+    # symbols at the ends are content: two ratings are two texts; quotes and brackets are punctuation
+    assert content_hash("I rate the film 👍") != content_hash("I rate the film 👎")
+    assert normalize_for_hash("«Quoted»") == "quoted" and normalize_for_hash("costs 5$") == "costs 5$"
     with pytest.raises(ValidationError):
         content_hash("bad \ud800 surrogate")
     with pytest.raises(ValidationError):

@@ -308,7 +308,9 @@ class EntriesAPI:
     async def delete_all(self, **filters: Any) -> int:
         """Delete every entry matching ``filters`` (the keyword arguments of :class:`Filters`).
 
-        At least one owner id or ``context_type`` is required so that a typo cannot wipe the database.
+        At least one owner id or ``context_type`` is required so that a typo cannot wipe the database. Archived
+        and superseded entries are included unless ``include_archived`` / ``exclude_superseded`` are given
+        (``delete_all(user_id="u")`` removes everything of ``u``, old fact versions too).
 
         Returns:
             Number of entries deleted.
@@ -316,7 +318,7 @@ class EntriesAPI:
         Raises:
             ValidationError: no narrowing filter was given, or a bad filter value.
         """
-        f = _filters({**filters, "include_archived": True, "exclude_superseded": False})
+        f = _filters({"include_archived": True, "exclude_superseded": False, **filters})
         if not any(getattr(f, k) for k in (*OWNER_KEYS, "context_type", "category", "tags")):
             raise ValidationError("delete_all needs at least one of user_id, agent_id, project_id, session_id, "
                                   "context_type, category or tags")

@@ -29,7 +29,6 @@ __all__ = [
 ]
 
 _WS = re.compile(r"\s+")
-_EDGE = re.compile(r"^[\W_]+|[\W_]+$")
 _TOKEN = re.compile(rf"[{CJK}]|[^\W_{CJK}]+(?:['’][^\W_]+)*")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _ARTICLES = re.compile(r"^(?:a|an|the|my|some)\s+")
@@ -48,7 +47,9 @@ def normalize_for_hash(text: str) -> str:
     """Normalise text so that trivially different copies hash alike.
 
     Applies Unicode NFKC (full-width to ASCII), ``casefold()``, collapses every whitespace run to one space,
-    and strips punctuation and symbols at both ends ("Hello, World!!" -> "hello, world").
+    and strips punctuation (Unicode categories P*) at both ends ("Hello, World!!" -> "hello, world"). Symbols
+    stay: "I rate the film 👍" and "... 👎" are different texts (files written before this rule hashed them alike;
+    such an old entry is not found as a duplicate of its re-added text, which then gets a second entry).
 
     Args:
         text: any string.
@@ -59,8 +60,13 @@ def normalize_for_hash(text: str) -> str:
     Raises:
         ValidationError: ``text`` is not a ``str`` or contains a lone surrogate.
     """
-    text = unicodedata.normalize("NFKC", _check(text)).casefold()
-    return _EDGE.sub("", _WS.sub(" ", text).strip())
+    text = _WS.sub(" ", unicodedata.normalize("NFKC", _check(text)).casefold()).strip()
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or unicodedata.category(text[start])[0] == "P"):
+        start += 1
+    while end > start and (text[end - 1].isspace() or unicodedata.category(text[end - 1])[0] == "P"):
+        end -= 1
+    return text[start:end]
 
 
 def content_hash(text: str) -> str:

@@ -32,8 +32,9 @@ class Filters:
         tags: entries must carry *all* of these tags (an empty list asks for nothing and matches every entry).
         scope: one scope or a list (any of them; an empty list matches nothing).
         user_id, agent_id, project_id, session_id: owner ids (exact match).
-        metadata: equality on top-level metadata keys (JSON scalars); ``None`` matches a key stored as JSON
-            ``null``, not a missing key.
+        metadata: equality on top-level metadata keys (JSON scalars), type included: a string matches only a
+            stored string (never an array or object), ``True`` only ``true``, a number any equal number (``1``
+            and ``1.0``); ``None`` matches a key stored as JSON ``null``, not a missing key.
         date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (UTC). A bound without a
             clock time (``"2024-05-31"``, ``"2024-05"``, ``"2024"``, a ``datetime.date``) names a period:
             ``date_from`` is its first moment and ``date_to`` its last, so ``date_to="2024-05-31"`` includes
@@ -111,13 +112,19 @@ class Filters:
                 check_int(value, f"metadata filter value for {key!r}")
             else:  # NaN/infinity, lone surrogates
                 check_json(value, f"metadata filter value for {key!r}")
-            if value is None:  # a JSON null stored under the key; json_extract gives NULL for a missing key too
-                clauses.append(f"json_type({a}.metadata, ?) = 'null'")
-                params.append(f'$."{key}"')
-                continue
-            clauses.append(f"json_extract({a}.metadata, ?) IS ?")
-            params.append(f'$."{key}"')
-            params.append(json.loads(json.dumps(value)) if not isinstance(value, bool) else int(value))
+            # Compared as JSON values: the stored type must agree (json_extract alone gives an array's JSON text,
+            # true as 1, and NULL for a missing key as for a null).
+            path = f'$."{key}"'
+            if value is None or isinstance(value, bool):
+                clauses.append(f"json_type({a}.metadata, ?) = ?")
+                params.extend([path, json.dumps(value)])  # 'null', 'true', 'false'
+            elif isinstance(value, str):
+                clauses.append(f"(json_type({a}.metadata, ?) = 'text' AND json_extract({a}.metadata, ?) = ?)")
+                params.extend([path, path, value])
+            else:  # int or float: 1 and 1.0 are the same number
+                clauses.append(f"(json_type({a}.metadata, ?) IN ('integer', 'real') "
+                               f"AND json_extract({a}.metadata, ?) = ?)")
+                params.extend([path, path, value])
         if self.date_from is not None:
             clauses.append(f"COALESCE({a}.event_time, {a}.created_at) >= ?")
             params.append(to_db_time(self.date_from))
