@@ -427,10 +427,18 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         extract_entities=False)
     counts = {"facts_added": 1, "facts_superseded": 0}
     if fact.subject_key:
+        # The value stated last in time wins, whatever the commit order: a session imported late with an older
+        # date ("I live in Boston", 2020, after "We moved to Austin", 2024) is stored already superseded.
+        when = to_db_time(msg.created_at)
         prev = await (await conn.execute(
-            f"SELECT rid, id, l2_full FROM entries WHERE fact_key = ? AND status = 'active' AND superseded_by IS NULL "
-            f"AND {owner_sql}", [fact.subject_key, *owner_params])).fetchall()
-        for rid, old_id, old_text in prev:
+            f"SELECT rid, id, l2_full, COALESCE(event_time, created_at) AS t FROM entries WHERE fact_key = ? "
+            f"AND status = 'active' AND superseded_by IS NULL AND {owner_sql} ORDER BY t DESC",
+            [fact.subject_key, *owner_params])).fetchall()
+        newer = [row for row in prev if row[3] > when]
+        if newer:
+            entry = entry.model_copy(update={"superseded_by": newer[-1][1]})  # the next value in time
+            counts["facts_superseded"] += 1
+        for rid, old_id, old_text, _t in prev[len(newer):]:
             await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE rid = ?",
                                (entry.id, to_db_time(now), rid))
             await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),

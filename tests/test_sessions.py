@@ -186,3 +186,52 @@ async def test_a_profile_fact_is_found_by_the_question_it_answers(db):
     assert fact.entry.description == "where they live: home, city, lives"
     assert fact.score_parts["bm25"] == min(r.score_parts["bm25"] for r in results)
     assert "User lives in Boston with their partner" not in by_text
+
+
+@pytest.mark.parametrize(("before", "after", "old_fact", "new_fact", "key"), [
+    ("I work at Google.", "I left Google and joined Netflix.", "User works at Google",
+     "User left Google and joined Netflix", "employer"),
+    ("I work at Google.", "I got hired by Stripe last week.", "User works at Google",
+     "User got hired by Stripe last week", "employer"),
+    ("I live in Boston.", "We just moved to Austin.", "User lives in Boston", "User just moved to Austin",
+     "residence"),
+    ("My name is Sam.", "I changed my name to Robin.", "User's name is Sam", "User's name is Robin", "name"),
+])
+async def test_a_changed_profile_value_supersedes_the_old_one(db, before, after, old_fact, new_fact, key):
+    """Knowledge updates worded as a change ("left X and joined Y", "got hired by", "we moved", "changed my name
+    to") close the old value: it leaves search and its history records what replaced it."""
+    for text in (before, after):
+        s = await db.create_session(user_id="k")
+        await db.add_message(s.id, role="user", content=text)
+        await db.commit_session(s.id)
+    facts = {e.l2_full: e for e in await db.list(user_id="k", category="profile", exclude_superseded=False)}
+    assert facts[new_fact].superseded_by is None and facts[new_fact].metadata["fact_key"] == key
+    assert facts[old_fact].superseded_by == facts[new_fact].id
+    found = [r.entry.l2_full for r in await db.find(after, user_id="k", mode="fts", category="profile")]
+    assert new_fact in found and old_fact not in found
+
+
+async def test_an_older_value_committed_late_does_not_replace_the_newer_one(db):
+    """Supersession follows the messages' times, not the commit order (importing history out of order)."""
+    for text, when in (("We just moved to Austin.", "2024-03-01T10:00:00Z"), ("I live in Boston.", "2020-05-01T10:00:00Z")):
+        s = await db.create_session(user_id="b")
+        await db.add_message(s.id, role="user", content=text, created_at=when)
+        result = await db.commit_session(s.id)
+    assert result["facts_superseded"] == 1
+    facts = {e.l2_full: e for e in await db.list(user_id="b", category="profile", exclude_superseded=False)}
+    assert facts["User just moved to Austin"].superseded_by is None
+    assert facts["User lives in Boston"].superseded_by == facts["User just moved to Austin"].id
+    assert [e.l2_full for e in await db.list(user_id="b", category="profile")] == ["User just moved to Austin"]
+
+
+@pytest.mark.parametrize("text", ["We moved to a new topic.", "I moved to the couch.", "I work at night.",
+                                  "My name is on the list.", "I left the keys and joined the queue.",
+                                  "When I moved to Denver in 2010, rent was cheap.", "Let's say I work at Netflix.",
+                                  "I went vegan for a week as an experiment."])
+async def test_sentences_that_name_no_new_value_supersede_nothing(db, text):
+    for t in ("I live in Boston, I work at Google, I am vegetarian.", text):
+        s = await db.create_session(user_id="n")
+        await db.add_message(s.id, role="user", content=t)
+        await db.commit_session(s.id)
+    current = {e.l2_full for e in await db.list(user_id="n", category="profile")}
+    assert {"User lives in Boston", "User works at Google", "User is vegetarian"} <= current

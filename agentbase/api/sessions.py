@@ -192,8 +192,10 @@ class SessionsAPI:
         """Turn the session's new messages into entries with zero LLM calls.
 
         Writes, in one transaction: one entry per user/assistant turn, extracted facts (deduplicated and
-        hardened against the owner's existing facts; a changed value supersedes the old entry), a rule-based
-        session summary, entity tags, and ``session_memory_links``. Idempotent: messages already committed are
+        hardened against the owner's existing facts; a changed value supersedes the old entry, and the value
+        stated last by message time wins, so a fact from a session committed late with older dates is stored
+        already superseded), a rule-based session summary, entity tags, and ``session_memory_links``.
+        Idempotent: messages already committed are
         skipped, so a second commit with no new messages writes nothing.
 
         Returns:

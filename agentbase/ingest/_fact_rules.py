@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import re
 
-GATE = re.compile(r"\b(?:i|my|im|i'm|i’m|i've|i'll|i'd)\b|我", re.I)
+GATE = re.compile(r"\b(?:i|my|im|i'm|i’m|i've|i'll|i'd|we)\b|我", re.I)
 CLAUSE = re.compile(
     r"[,;:]?\s+(?:and|but|so|because|although|though|while|whereas|plus|also|then|since)\s+(?=(?:I|[Mm]y)\b)"
     r"|[,;:]\s+(?=(?:I|[Mm]y)\b)|\s+[-—]\s+"
 )
-FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|im|ive)\b")
+# "We" counts only for the rules that accept it (a household move: "We just moved to Austin").
+FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|im|ive|[Ww]e)\b")
 HYPOTHETICAL = re.compile(
-    r"\b(?:if|whether|unless|wonder|wondering|not sure|what if|do you think|imagine|suppose|pretend|in case"
-    r"|as if|you think|ask (?:you )?(?:if|whether))\b(?:\s+\S+){0,3}\s*$",
+    r"\b(?:if|whether|unless|wonder|wondering|not sure|what if|do you think|imagine|imagined|suppose|pretend"
+    r"|pretended|in case|as if|you think|ask (?:you )?(?:if|whether)|dreamed|dreamt|dream|let us say|let's say|let’s say)\b"
+    r"(?:\s+\S+){0,3}\s*$",
     re.I,
 )
 ADV = (
@@ -25,16 +27,18 @@ ADV = (
     r"|generally|mostly|secretly))*"
 )
 I_SUBJ = r"(?<![\w'])I"
+WE_SUBJ = r"(?<![\w'])(?:I|[Ww]e)"
 FAV = r"(?:all[- ]time |absolute |very |new |current )?favou?rite"
 _WORDS = r"(?:[\w'-]+ ){{0,{n}}}?[\w'-]+"
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
     "favorite": ("favo",),
     "favorite_rev": ("favo",),
-    "name": ("name is", "call me", "called", "go by"),
+    "name": ("name is", "call me", "called", "go by", "name to"),
     "age": ("i am ", "turned"),
     "residence": ("live", "resid", "living", "based", "located", "settled"),
     "moved": ("moved", "relocated"),
+    "changed_employer": ("join", "hired", "working at", "working for", "offer"),
     "origin": ("from", "grew up", "born", "raised"),
     "employer": ("work", "employed"),
     "new_job": ("job", "position", "role", "internship"),
@@ -52,7 +56,8 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "have_been": ("have been",),
     "event": ("i ",),
     "my_is": ("my ",),
-    "i_am_a": ("i am a",),
+    "i_am_a": ("i am ", "became", "become"),
+    "diet": ("vegetarian", "vegan", "pescatarian", "flexitarian"),
 }
 
 _PATTERNS: list[tuple[str, str]] = [
@@ -62,7 +67,8 @@ _PATTERNS: list[tuple[str, str]] = [
      r"^(?:(?:I think|I guess|I would say|probably|maybe|definitely|honestly|well|oh|so|now),? )*"
      rf"({_WORDS.format(n=3)}) (?:is|are) (?:definitely |probably |still |now |currently |officially )?"
      rf"my {FAV} ({_WORDS.format(n=2)})"),
-    ("name", r"\b(?:my name is|call me|I am called|I go by) ([a-z][\w'-]*(?-i: [A-Z][\w'-]*){0,2})"),
+    ("name", r"\b(?:my (?:new )?name is|call me|I am (?:now )?called|I (?:now )?go by"
+             r"|I (?:have )?(?:just |legally |officially )?changed my name to) ([a-z][\w'-]*(?-i: [A-Z][\w'-]*){0,2})"),
     ("age",
      rf"{I_SUBJ} am (\d{{1,3}})(?: ?(?:years?|yrs?|y/?o)(?: old)?)?"
      r"(?![\w%$.,/:-]| ?(?:minutes|hours|days|weeks|months|times|pounds|lbs|kg|km|miles|feet|ft|cm"
@@ -72,8 +78,8 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"{I_SUBJ}(?: currently| now| still| actually)? (?:live|reside) (?:in|at|near|on) (.+)"
      rf"|{I_SUBJ} am (?:currently |now |still )?(?:living|based|located|settled) (?:in|at|near|out of) (.+)"),
     ("moved",
-     rf"{I_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) "
-     r"(?:back )?(?:to|into) (.+)"),
+     rf"{WE_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) "
+     r"(?:back )?(?:from (?:[\w'.-]+ ){1,4}?)?(?:to|into) (.+)"),
     ("origin",
      rf"{I_SUBJ} am (?:originally )?from (.+)"
      rf"|{I_SUBJ} (?:grew up|was born and raised|was born|was raised) in (.+)"),
@@ -83,10 +89,23 @@ _PATTERNS: list[tuple[str, str]] = [
     ("new_job",
      rf"{I_SUBJ}(?: have)?(?: just| recently| finally)? (?:started|got|accepted|landed|took|began)"
      r"(?: a| my| the)? (?:new )?(?:job|position|role|internship) (?:at|with) (.+)"),
+    # a change of employer: "I left Google and joined Netflix", "I got hired by Stripe", "I started working at
+    # Acme". A bare "I joined X" is not enough (a gym, a book club).
+    ("changed_employer",
+     rf"{I_SUBJ}(?: have)?(?: just| recently| finally)? left (?:my job at )?[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){{0,3}}"
+     r",? (?:and|to) (?:have )?(?:just )?(?:joined|join|started at|start at|started working (?:at|for)) (.+)"
+     rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)?(?: got| was| have been| have just been)? hired (?:by|at) (.+)"
+     rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)? (?:started|began) working (?:at|for) (.+)"
+     rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)? accepted (?:a |an |the )?(?:job |position |role )?"
+     r"offer (?:from|at|with) (.+)"
+     rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)? joined (.+? as (?:an?|the|their) .+)"),
     ("occupation",
      rf"{I_SUBJ}(?: currently| now)? work as (?:an? )?(.+)"
      rf"|{I_SUBJ} am (?:currently |now )?working as (?:an? )?(.+)"),
     ("education", rf"{I_SUBJ}(?: have)?(?: just| recently)? graduated from (.+)"),
+    ("diet",
+     rf"{I_SUBJ} (?:am(?: now| currently| fully| strictly| officially)?|(?:have )?(?:just |recently )?"
+     r"(?:gone|went|turned|become|became)) (vegetarian|vegan|pescatarian|flexitarian)\b"),
     ("preference",
      rf"{I_SUBJ}{ADV} (like|love|adore|enjoy|prefer|hate|dislike|detest|loathe|cannot stand"
      r"|do (?:really )?(?:like|love|enjoy)|do not (?:really )?(?:like|enjoy|love)|did not (?:like|enjoy)"
@@ -114,7 +133,9 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"{I_SUBJ}((?: just| recently| finally| also| actually| first| already| then| officially)*)"
      r"(?: have)?(?: just| recently| finally| already)? ([a-z]+) (.+)"),
     ("my_is", r"\bmy ((?:[a-z][\w'-]* ){0,2}?[a-z][\w'-]*) (is|are|was|were) (?:called |named )?(.+)"),
-    ("i_am_a", rf"{I_SUBJ} am (an?) (.+)"),
+    ("i_am_a",
+     rf"{I_SUBJ} (?:am(?: now| currently| officially)?|(?:have )?(?:just |recently |finally )?become|became) "
+     r"(an?) (.+)"),
 ]
 
 #: (name, triggers, pattern) in priority order; the handler in ``facts._build`` is chosen by name.
@@ -175,6 +196,18 @@ PLAN_KEYS = frozenset("goal plan dream aim resolution intention".split())
 NEGATIVE = re.compile(
     r"\b(?:hate|hated|dislike|disliked|detest|loathe|cannot|not|allergic|sick of|tired of)\b", re.I
 )
+# A profile value stated as background ("When I moved to Boston in 2010, ...") or hedged ("Maybe we moved ...")
+# is not the current value: such a fact keeps no key, so it supersedes nothing.
+BACKGROUND = re.compile(r"\b(?:when|after|before|since|once|while|until|maybe|perhaps)\s*$", re.I)
+# "I went vegan for a week as an experiment": a trial, not a diet.
+TEMPORARY = re.compile(r"\b(?:for (?:a|one|two|three|a few|the) (?:day|week|month|weekend)s?|experiment|trial|"
+                       r"temporarily|for now)\b", re.I)
+# Keys whose value names something (a place, a company, a person): a value without a capital letter in a message
+# that uses capitals ("I moved to the couch", "I work at night", "My name is on the list") names nothing.
+NAMED_KEYS = frozenset({"residence", "employer", "origin", "name"})
+NOT_A_NAME = frozenset("""on in at not the a an no my your his her their its our irrelevant unimportant important
+    same different private secret long short hard easy simple weird written spelled pronounced also still just
+    nobody someone somebody anyone everyone""".split())
 PREP_BEFORE = re.compile(r"\b(in|since|for|on|by) $", re.I)
 LOWER_TIME_WORDS = frozenset(
     "next last this tomorrow yesterday today tonight in on since early late mid recently earlier the "

@@ -56,6 +56,8 @@ class _Hit:
         seg = self.clause[self.m.start():self.m.start(last) if last else self.m.end()] + value
         if self.phrase and self.phrase.lower() not in seg.lower():
             seg = f"{seg} {self.phrase}"
+        if seg[:3] in ("We ", "we "):  # a household statement ("We moved to Austin") is the user's too
+            seg = "I " + seg[3:]
         return third_person(seg, self.subject)
 
 
@@ -74,8 +76,29 @@ def _favorite(h: _Hit) -> FactTuple | None:
     return (text, "preference", f"favorite {thing}", value, conf, h.when)
 
 
+def _names_something(value: str, clause: str) -> bool:
+    """Whether ``value`` can be a name (of a place, company or person): its first word is not a function word,
+    and it holds a capital letter unless the whole clause is typed in lower case ("my name is sam")."""
+    first = value.split()[0].lower() if value.split() else ""
+    if first in R.NOT_A_NAME and not (first in ("the", "a", "an") and any(w[:1].isupper() for w in value.split()[1:])):
+        return False
+    return clause == clause.lower() or any(w[:1].isupper() for w in value.split())
+
+
+def _keyed(h: _Hit, key: str | None, value: str) -> str | None:
+    """``key``, or ``None`` when this clause should not set it: a hedge or background clause before the match
+    ("When I moved to Boston in 2010 ..."), or a value that names nothing for a key that needs a name."""
+    if key is None or R.BACKGROUND.search(h.clause[:h.m.start()]):
+        return None
+    if key in R.NAMED_KEYS and not _names_something(value, h.clause):
+        return None
+    return key
+
+
 def _name(h: _Hit) -> FactTuple | None:
     name = h.groups[0]
+    if _keyed(h, "name", name) is None:
+        return None
     return (f"{h.subject}'s name is {name}", "profile", "name", name, 0.9, None)
 
 
@@ -86,17 +109,26 @@ def _age(h: _Hit) -> FactTuple | None:
     return (f"{h.subject} is {age} years old", "profile", "age", str(age), 0.85, h.when)
 
 
-_PROFILE_KEYS = {"moved": "residence", "new_job": "employer"}
-_PROFILE_RULES = ("residence", "moved", "origin", "employer", "new_job", "occupation", "education")
+_PROFILE_KEYS = {"moved": "residence", "new_job": "employer", "changed_employer": "employer"}
+_PROFILE_RULES = ("residence", "moved", "origin", "employer", "new_job", "changed_employer", "occupation",
+                  "education")
 
 
 def _profile(h: _Hit, name: str) -> FactTuple | None:
-    value = trim_value(h.groups[-1], max_words=6)
-    if not value:
+    said = trim_value(h.groups[-1], max_words=6)
+    value = said
+    if name in ("employer", "new_job", "changed_employer"):  # "Netflix as a designer": the employer is Netflix
+        value = trim_value(re.split(r"\s+as\s+", h.groups[-1], maxsplit=1)[0], max_words=6)
+    if not said or not value:
         return None
-    conf = 0.8 if name in ("new_job", "moved") else 0.85
+    conf = 0.8 if name in ("new_job", "moved", "changed_employer") else 0.85
+    key = _keyed(h, _PROFILE_KEYS.get(name, name), value)
+    if key is None and name != "education":
+        if h.m.group(0)[:3].lower() == "we " or name == "changed_employer":
+            return None  # "We moved to a new topic", "I left the keys and joined the queue"
+        return (h.sentence(said), "event", None, said, 0.6, h.when)
     category = "event" if name == "education" else "profile"
-    return (h.sentence(value), category, _PROFILE_KEYS.get(name, name), value, conf, h.when)
+    return (h.sentence(said), category, key, value, conf, h.when)
 
 
 def _preference(h: _Hit) -> FactTuple | None:
@@ -171,9 +203,18 @@ def _my_is(h: _Hit) -> FactTuple | None:
     value = trim_value(raw, max_words=8)
     if not value or thing in R.MY_IS_BLOCK or R.MY_IS_VALUE_BLOCK.match(raw) or thing.startswith("favo"):
         return None
+    if thing.endswith("name") and not _names_something(value, h.clause):
+        return None  # "my name is on the list"
     category = "plan" if thing in R.PLAN_KEYS else "profile"
     conf = 0.85 if thing.endswith("name") or thing in ("birthday", "email", "phone number") else 0.6
     return (f"{h.subject}'s {thing} {verb} {object_forms(value)}", category, thing, value, conf, h.when)
+
+
+def _diet(h: _Hit) -> FactTuple | None:
+    diet = h.groups[0].lower()
+    if R.TEMPORARY.search(h.clause, h.m.end()) or _keyed(h, "diet", diet) is None:
+        return (h.sentence(diet), "event", None, diet, 0.6, h.when)
+    return (h.sentence(diet), "profile", "diet", diet, 0.8, h.when)
 
 
 def _i_am_a(h: _Hit) -> FactTuple | None:
@@ -207,6 +248,7 @@ _HANDLERS: dict[str, Callable[[_Hit], FactTuple | None]] = {
     "event": _event,
     "my_is": _my_is,
     "i_am_a": _i_am_a,
+    "diet": _diet,
 }
 
 

@@ -4,7 +4,10 @@ Each sentence is split into clauses ("I love hiking but I hate running" gives tw
 one fact, from the first rule that matches, in this priority: profile rules with a knowledge-update key
 (favourite, name, age, residence, origin, employer, occupation) > preferences > plans > possessions > events >
 "my X is Y" > "I am a X". Questions and hypotheticals ("if I like...") are skipped. Fact texts are standalone
-third-person sentences ("User likes spicy food") so they read well out of context.
+third-person sentences ("User likes spicy food") so they read well out of context. A change worded as a change
+keeps the key of what changed: "We just moved to Austin" (residence; "we" counts only for a move), "I left Google
+and joined Netflix" / "I got hired by Stripe" / "I started working at Acme" (employer), "I changed my name to
+Robin" (name), "I became a nurse" (occupation), "I went vegan" (diet).
 
 ``subject_key`` enables knowledge-update detection (see :func:`agentbase.ingest.dedup.classify_update`): the
 same key with a new value supersedes the old fact. Keys: ``favorite <thing>``, ``name``, ``age``,
