@@ -426,14 +426,17 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         extra={"description": KEY_DESCRIPTIONS[fact.subject_key]} if fact.subject_key in KEY_DESCRIPTIONS else {},
         extract_entities=False)
     counts = {"facts_added": 1, "facts_superseded": 0}
-    if fact.subject_key:
+    # A named speaker's facts are theirs: in a chat between two people, Ann's "I live in Boston" must not replace
+    # Bob's "I live in Seattle", so the supersession key carries the speaker's name.
+    fact_key = f"{msg.name.casefold()}|{fact.subject_key}" if fact.subject_key and msg.name else fact.subject_key
+    if fact_key:
         # The value stated last in time wins, whatever the commit order: a session imported late with an older
         # date ("I live in Boston", 2020, after "We moved to Austin", 2024) is stored already superseded.
         when = to_db_time(msg.created_at)
         prev = await (await conn.execute(
             f"SELECT rid, id, l2_full, COALESCE(event_time, created_at) AS t FROM entries WHERE fact_key = ? "
             f"AND status = 'active' AND superseded_by IS NULL AND {owner_sql} ORDER BY t DESC",
-            [fact.subject_key, *owner_params])).fetchall()
+            [fact_key, *owner_params])).fetchall()
         newer = [row for row in prev if row[3] > when]
         if newer:
             entry = entry.model_copy(update={"superseded_by": newer[-1][1]})  # the next value in time
@@ -444,7 +447,7 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
             await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
                                  {"superseded_by": entry.id})
             counts["facts_superseded"] += 1
-    await insert_entry(conn, entry, fact_key=fact.subject_key)
+    await insert_entry(conn, entry, fact_key=fact_key)
     return counts, entry.id
 
 
@@ -471,9 +474,9 @@ def _summary_tags(text: str, turn_tags: list[str], old_tags: list[str]) -> list[
 
 
 async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any]) -> str | None:
-    rows = await (await conn.execute("SELECT role, content FROM messages WHERE session_id = ? ORDER BY seq",
+    rows = await (await conn.execute("SELECT role, content, name FROM messages WHERE session_id = ? ORDER BY seq",
                                      (session.id,))).fetchall()
-    text = summarize_session([(r[0], r[1]) for r in rows if r[0] in TURN_ROLES])
+    text = summarize_session([(r[0], r[1], r[2]) for r in rows if r[0] in TURN_ROLES])
     if not text.strip():
         return None
     tag_rows = await (await conn.execute("SELECT tags FROM entries WHERE session_id = ? AND category = 'turn' "

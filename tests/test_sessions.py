@@ -196,6 +196,8 @@ async def test_a_profile_fact_is_found_by_the_question_it_answers(db):
     ("I live in Boston.", "We just moved to Austin.", "User lives in Boston", "User just moved to Austin",
      "residence"),
     ("My name is Sam.", "I changed my name to Robin.", "User's name is Sam", "User's name is Robin", "name"),
+    ("I work as a nurse at Northwestern.", "I left Northwestern and joined Denver Health.",
+     "User works as a nurse at Northwestern", "User left Northwestern and joined Denver Health", "employer"),
 ])
 async def test_a_changed_profile_value_supersedes_the_old_one(db, before, after, old_fact, new_fact, key):
     """Knowledge updates worded as a change ("left X and joined Y", "got hired by", "we moved", "changed my name
@@ -235,3 +237,24 @@ async def test_sentences_that_name_no_new_value_supersede_nothing(db, text):
         await db.commit_session(s.id)
     current = {e.l2_full for e in await db.list(user_id="n", category="profile")}
     assert {"User lives in Boston", "User works at Google", "User is vegetarian"} <= current
+
+
+async def test_each_named_speaker_keeps_their_own_profile_facts(db):
+    """Two friends chat in one of Bob's sessions: Ann's "I live in Boston" is Ann's, it does not replace Bob's
+    "I live in Seattle", and the session summary names who said what."""
+    s = await db.create_session(user_id="bob")
+    await db.add_message(s.id, role="user", name="Bob", content="I live in Seattle, I work at Amazon.")
+    await db.add_message(s.id, role="user", name="Ann", content="Nice! I live in Boston and I work at Stripe.")
+    result = await db.commit_session(s.id)
+    assert result["facts_superseded"] == 0
+    current = {e.l2_full for e in await db.list(user_id="bob", category="profile")}
+    assert current == {"Bob lives in Seattle", "Bob works at Amazon", "Ann lives in Boston", "Ann works at Stripe"}
+    summary = (await db.get(result["summary_id"])).l2_full
+    assert "Ann lives in Boston" in summary and "Bob lives in Seattle" in summary and "User lives" not in summary
+    # a later move of Bob's replaces Bob's value only
+    s2 = await db.create_session(user_id="bob")
+    await db.add_message(s2.id, role="user", name="Bob", content="We just moved to Portland.")
+    await db.commit_session(s2.id)
+    current = {e.l2_full for e in await db.list(user_id="bob", category="profile")}
+    assert "Bob just moved to Portland" in current and "Ann lives in Boston" in current
+    assert "Bob lives in Seattle" not in current

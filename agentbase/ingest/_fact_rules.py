@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 
-GATE = re.compile(r"\b(?:i|my|im|i'm|i’m|i've|i'll|i'd|we)\b|我", re.I)
+GATE = re.compile(r"\b(?:i|my|im|i'm|i’m|i've|i'll|i'd|we|call me)\b|我", re.I)
 CLAUSE = re.compile(
     r"[,;:]?\s+(?:and|but|so|because|although|though|while|whereas|plus|also|then|since)\s+(?=(?:I|[Mm]y)\b)"
     r"|[,;:]\s+(?=(?:I|[Mm]y)\b)|\s+[-—]\s+"
 )
 # "We" counts only for the rules that accept it (a household move: "We just moved to Austin").
-FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|im|ive|[Ww]e)\b")
+FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|im|ive|[Ww]e|[Cc]all me)\b")
 HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|unless|wonder|wondering|not sure|what if|do you think|imagine|imagined|suppose|pretend"
     r"|pretended|in case|as if|you think|ask (?:you )?(?:if|whether)|dreamed|dreamt|dream|let us say|let's say|let’s say)\b"
@@ -43,6 +43,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "employer": ("work", "employed"),
     "new_job": ("job", "position", "role", "internship"),
     "occupation": ("work",),
+    "employer_role": ("work",),
     "education": ("graduated",),
     "preference": ("like", "love", "ador", "enjoy", "prefer", "hate", "dislike", "detest", "loath", "stand"),
     "be_preference": ("i am ",),
@@ -99,6 +100,10 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)? accepted (?:a |an |the )?(?:job |position |role )?"
      r"offer (?:from|at|with) (.+)"
      rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)? joined (.+? as (?:an?|the|their) .+)"),
+    # "I work as a nurse at Northwestern": the employer is what changes with a new job, so it is the key
+    ("employer_role",
+     rf"{I_SUBJ}(?: currently| now| still)? work as (?:an? )?(?:[\w'-]+ ){{0,4}}?[\w'-]+ (?:at|for) (.+)"
+     rf"|{I_SUBJ} am (?:currently |now )?working as (?:an? )?(?:[\w'-]+ ){{0,4}}?[\w'-]+ (?:at|for) (.+)"),
     ("occupation",
      rf"{I_SUBJ}(?: currently| now)? work as (?:an? )?(.+)"
      rf"|{I_SUBJ} am (?:currently |now )?working as (?:an? )?(.+)"),
@@ -207,7 +212,7 @@ TEMPORARY = re.compile(r"\b(?:for (?:a|one|two|three|a few|the) (?:day|week|mont
 NAMED_KEYS = frozenset({"residence", "employer", "origin", "name"})
 NOT_A_NAME = frozenset("""on in at not the a an no my your his her their its our irrelevant unimportant important
     same different private secret long short hard easy simple weird written spelled pronounced also still just
-    nobody someone somebody anyone everyone""".split())
+    nobody someone somebody anyone everyone back later tomorrow tonight today anytime maybe when if""".split())
 PREP_BEFORE = re.compile(r"\b(in|since|for|on|by) $", re.I)
 LOWER_TIME_WORDS = frozenset(
     "next last this tomorrow yesterday today tonight in on since early late mid recently earlier the "

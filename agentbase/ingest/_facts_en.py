@@ -109,9 +109,10 @@ def _age(h: _Hit) -> FactTuple | None:
     return (f"{h.subject} is {age} years old", "profile", "age", str(age), 0.85, h.when)
 
 
-_PROFILE_KEYS = {"moved": "residence", "new_job": "employer", "changed_employer": "employer"}
-_PROFILE_RULES = ("residence", "moved", "origin", "employer", "new_job", "changed_employer", "occupation",
-                  "education")
+_PROFILE_KEYS = {"moved": "residence", "new_job": "employer", "changed_employer": "employer",
+                 "employer_role": "employer"}
+_PROFILE_RULES = ("residence", "moved", "origin", "employer", "new_job", "changed_employer", "employer_role",
+                  "occupation", "education")
 
 
 def _profile(h: _Hit, name: str) -> FactTuple | None:
@@ -124,7 +125,7 @@ def _profile(h: _Hit, name: str) -> FactTuple | None:
     conf = 0.8 if name in ("new_job", "moved", "changed_employer") else 0.85
     key = _keyed(h, _PROFILE_KEYS.get(name, name), value)
     if key is None and name != "education":
-        if h.m.group(0)[:3].lower() == "we " or name == "changed_employer":
+        if h.m.group(0)[:3].lower() == "we " or name in ("changed_employer", "employer_role"):
             return None  # "We moved to a new topic", "I left the keys and joined the queue"
         return (h.sentence(said), "event", None, said, 0.6, h.when)
     category = "event" if name == "education" else "profile"

@@ -52,15 +52,22 @@ _STOP = frozenset(
 
 def _role_content(message: Any) -> tuple[str, str]:
     """(role, content) of a tuple, a mapping or an object with ``role``/``content`` attributes."""
+    role, content, _ = _role_content_name(message)
+    return role, content
+
+
+def _role_content_name(message: Any) -> tuple[str, str, str | None]:
+    """(role, content, speaker name or None) of a ``(role, content[, name])`` tuple, a mapping or an object with
+    ``role``/``content`` (and optional ``name``) attributes."""
     if isinstance(message, tuple | list):
-        role, content = message[0], message[1]
+        role, content, name = message[0], message[1], message[2] if len(message) > 2 else None
     elif isinstance(message, Mapping):
-        role, content = message.get("role", ""), message.get("content", "")
+        role, content, name = message.get("role", ""), message.get("content", ""), message.get("name")
     else:
-        role, content = getattr(message, "role", ""), getattr(message, "content", "")
+        role, content, name = getattr(message, "role", ""), getattr(message, "content", ""), getattr(message, "name", None)
     if not isinstance(role, str) or not isinstance(content, str):
         raise ValidationError("each message needs a str role and a str content")
-    return role.strip().lower(), content
+    return role.strip().lower(), content, name if isinstance(name, str) and name.strip() else None
 
 
 def _terms(text: str) -> Iterable[str]:
@@ -121,9 +128,11 @@ def summarize_session(messages: Iterable[Any], *, max_chars: int = 600, max_keyw
     """Summarise a conversation by rules: topics, the first user request, user facts, the last answer.
 
     Args:
-        messages: ordered ``(role, content)`` tuples (also mappings or :class:`~agentbase.models.Message`
-            objects). Roles ``user``/``human`` and ``assistant``/``ai``/``bot``/``model`` are used; ``system``
-            and ``tool`` messages are ignored.
+        messages: ordered ``(role, content)`` or ``(role, content, name)`` tuples (also mappings or
+            :class:`~agentbase.models.Message` objects). Roles ``user``/``human`` and
+            ``assistant``/``ai``/``bot``/``model`` are used; ``system`` and ``tool`` messages are ignored. A
+            user message's ``name`` (a named speaker) is the subject of the facts it states ("Ann lives in
+            Boston"), else "User".
         max_chars: maximum length of the summary in characters (>= 50).
         max_keywords: number of topic terms.
 
@@ -138,7 +147,8 @@ def summarize_session(messages: Iterable[Any], *, max_chars: int = 600, max_keyw
     if max_chars < 50:
         raise ValidationError(f"max_chars must be >= 50, got {max_chars}")
     roles = _USER_ROLES | _ASSISTANT_ROLES
-    turns = [(r, c) for r, c in map(_role_content, messages) if c.strip() and r in roles]
+    named = [(r, c, n) for r, c, n in map(_role_content_name, messages) if c.strip() and r in roles]
+    turns = [(r, c) for r, c, _ in named]
     if not turns:
         return ""
     lines: list[str] = []
@@ -151,8 +161,9 @@ def summarize_session(messages: Iterable[Any], *, max_chars: int = 600, max_keyw
         request = next((c for c in user_texts if sum(1 for _ in _terms(c)) >= 3), user_texts[0])
         lines.append("User asked: " + lead(request, 200))
     facts = []
-    for order, content in enumerate(user_texts):
-        facts.extend((-f.confidence, order, idx, f.text) for idx, f in enumerate(extract_facts(content)))
+    for order, (content, name) in enumerate((c, n) for r, c, n in named if r in _USER_ROLES):
+        facts.extend((-f.confidence, order, idx, f.text)
+                     for idx, f in enumerate(extract_facts(content, subject=name or "User")))
     fact_texts: list[str] = []
     for *_, text in sorted(facts):
         if text not in fact_texts:
