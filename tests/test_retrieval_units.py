@@ -361,3 +361,72 @@ async def test_reranker_receives_entry_ids_and_a_failing_one_leaves_the_engine_u
         assert len(await db.find("python", user_id="u", mode="fts")) == 4
     finally:
         await asyncio.wait_for(db.close(), 10)
+
+
+def test_asks_question_and_reply_scores():
+    from agentbase.retrieval.strategies import asks_question, reply_scores
+
+    assert asks_question("Wow! How long have you been married? ") and asks_question("你结婚多久了？")
+    assert not asks_question("Five years already!") and not asks_question("")
+    cands = {1: {"score": 0.5}, 2: {"score": 0.2}, 3: {"score": 0.1}}
+    # two questions answered by the same turn: the better one counts
+    assert reply_scores(cands, {1: 9, 2: 9, 3: 4}, 0.8) == {9: 0.4, 4: pytest.approx(0.08)}
+
+
+async def test_a_question_turn_lifts_its_reply_within_the_filters(tmp_path):
+    """"How long have you been married?" matches the query; the reply "5 years already!" shares no word with it
+    and is found because the question turn before it ranks well (retrieval.reply_boost)."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    settings = load_settings(ner="regex")
+    settings.ingest.turn_context_chars = 0  # the reply's key holds its own words only
+    async def build(boost: float, name: str) -> AgentBase:
+        settings.retrieval.reply_boost = boost
+        db = AgentBase(tmp_path / name, settings=settings.model_copy(deep=True), embedder=HashEmbedder(dims=32))
+        s = await db.create_session(user_id="u")
+        turns = [("Caroline", "What a lovely wedding photo! How long have you been married?", "2023-05-01T10:00:00Z"),
+                 ("Melanie", "Five years already, time flies!", "2023-05-01T10:01:00Z"),
+                 ("Caroline", "I went hiking in the hills last weekend.", "2023-05-01T10:02:00Z")]
+        for speaker, text, when in turns:
+            await db.add_message(s.id, role="user", content=text, name=speaker, created_at=when)
+        await db.commit_session(s.id)
+        return db
+
+    off, on = await build(0.0, "off.db"), await build(0.9, "on.db")
+    try:
+        q = "how long married"
+        assert "Five years already, time flies!" not in [r.entry.l2_full for r in await off.find(q, user_id="u", mode="fts")]
+        got = await on.find(q, user_id="u", mode="fts", category="turn")
+        texts = [r.entry.l2_full for r in got]
+        assert texts[:2] == ["What a lovely wedding photo! How long have you been married?",
+                             "Five years already, time flies!"]
+        assert "reply_to_question" in got[1].score_parts and "reply_to_question" not in got[0].score_parts
+        # the reply is looked up inside the query's filters: before its time, it is not added
+        early = await on.find(q, user_id="u", mode="fts", category="turn", date_to="2023-05-01T10:00:30Z")
+        assert [r.entry.l2_full for r in early] == ["What a lovely wedding photo! How long have you been married?"]
+        assert await on.find(q, user_id="someone-else", mode="fts") == []
+    finally:
+        await off.close()
+        await on.close()
+
+
+async def test_an_assistant_answer_is_not_lifted_by_the_users_question(tmp_path):
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    settings = load_settings(ner="regex")
+    settings.ingest.turn_context_chars = 0
+    settings.retrieval.reply_boost = 0.9
+    db = AgentBase(tmp_path / "a.db", settings=settings, embedder=HashEmbedder(dims=32))
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_message(s.id, role="user", content="Which hiking boots should I buy?")
+        await db.add_message(s.id, role="assistant", content="Consider waterproof leather with a stiff sole.")
+        await db.commit_session(s.id)
+        got = [r.entry.l2_full for r in await db.find("hiking boots buy", user_id="u", mode="fts", category="turn")]
+        assert got == ["Which hiking boots should I buy?"]
+    finally:
+        await db.close()

@@ -27,7 +27,7 @@ from .filters import Filters
 from .fusion import max_rrf_score, ner_boost, weighted_rrf
 from .intent import analyze_query
 from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
-from .strategies import apply_strategies, co_retrieval
+from .strategies import apply_strategies, asks_question, co_retrieval, reply_scores
 
 __all__ = ["FindParams", "run_find"]
 
@@ -237,6 +237,10 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         added = co_retrieval(cands)
         tracer.step("co_retrieval", candidates_in=len(cands), candidates_out=len(cands), boosted=added)
 
+    # 8b. replies to the best question turns.
+    if cfg.reply_boost > 0 and p.strategy != "flat":
+        await _replies(db, cands, p.filters, cfg, tracer)
+
     # 9. heuristic rerank.
     scored = _rerank(cands, p, cfg)
     if p.reranker is not None:
@@ -261,6 +265,44 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
                       "parts": {k: round(v, 5) for k, v in r.score_parts.items()}} for r in results])
     await _persist(ab, p, tracer, [r.entry.id for r in results])
     return results
+
+
+async def _replies(db: Any, cands: dict[int, dict[str, Any]], filters: Filters, cfg: Any, tracer: Tracer) -> None:
+    """Step 8b: the next turn after each of the best ``reply_pool`` candidates that asks a question, when a person
+    (role ``user``) wrote it, gets ``reply_boost`` x that question's score when higher than its own (loaded if it
+    was not a candidate). The reply is looked up with the query's filters, so it can only be an entry the query
+    may see."""
+    best = sorted(cands, key=lambda r: -cands[r]["score"])[:cfg.reply_pool]
+    questions = [r for r in best if cands[r]["entry"].category == "turn" and asks_question(cands[r]["entry"].l2_full)]
+    if not questions:
+        tracer.step("replies", candidates_in=len(cands), candidates_out=len(cands), questions=0, lifted=0)
+        return
+    where, params = filters.where("e")
+    # The next turn of the session, when a person wrote it (role user: both speakers of a conversation between
+    # people, the user of an assistant) and the query may see it; an assistant's answer to a user's request is
+    # not lifted (on LongMemEval it only added long replies: tokens@10 1,410 -> 1,610).
+    rows = await db.fetchall(
+        f"SELECT q.rid, (SELECT e.rid FROM session_memory_links l2 JOIN entries e ON e.id = l2.entry_id "
+        f"WHERE l2.session_id = l.session_id AND l2.kind = 'turn' AND l2.message_seq = (SELECT MIN(l3.message_seq) "
+        f"FROM session_memory_links l3 WHERE l3.session_id = l.session_id AND l3.kind = 'turn' "
+        f"AND l3.message_seq > l.message_seq) AND json_extract(e.metadata, '$.role') = 'user' AND {where}) "
+        f"FROM entries q JOIN session_memory_links l ON l.entry_id = q.id AND l.kind = 'turn' "
+        f"WHERE q.rid IN ({','.join('?' * len(questions))})",
+        [*params, *questions])
+    earned = reply_scores(cands, {int(q): int(r) for q, r in rows if r is not None}, cfg.reply_boost)
+    missing = [r for r in earned if r not in cands]
+    if missing:
+        for row in await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
+                                     f"({','.join('?' * len(missing))})", missing):
+            cands[row[0]] = {"entry": EntryView(row), "score": 0.0, "matched_by": "reply", "parts": {"rrf": 0.0}}
+    lifted = 0
+    for rid, score in earned.items():
+        if rid in cands and score > cands[rid]["score"]:
+            cands[rid]["score"] = score
+            cands[rid]["parts"]["reply_to_question"] = round(score, 6)
+            lifted += 1
+    tracer.step("replies", candidates_in=len(cands), candidates_out=len(cands), questions=len(questions),
+                lifted=lifted)
 
 
 def _rerank(cands: dict[int, dict[str, Any]], p: FindParams, cfg: Any) -> list[int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .rerank import freshness
 
-__all__ = ["apply_strategies", "co_retrieval"]
+__all__ = ["apply_strategies", "asks_question", "co_retrieval", "reply_scores"]
 
 PREFERENCE_CATEGORIES = frozenset({"preference", "profile"})
 
@@ -90,3 +90,32 @@ def co_retrieval(cands: dict[int, dict[str, Any]], min_hits: int = 2, boost: flo
             c["parts"]["co_retrieval"] = boost
             boosted += 1
     return boosted
+
+
+def asks_question(text: str) -> bool:
+    """Whether a turn ends by asking something (its last non-space character is ``?`` or ``？``)."""
+    return text.rstrip()[-1:] in ("?", "？")
+
+
+def reply_scores(cands: dict[int, dict[str, Any]], replies: dict[int, int], boost: float) -> dict[int, float]:
+    """Scores the replies to the best question turns earn: ``boost`` x the question's score.
+
+    A question turn that matches the query well is often not the evidence itself; the turn that answers it is
+    (in LoCoMo, "How long have you been married?" is followed by "5 years already!"). The reply's own key holds
+    the question as context (``ingest.turn_context_chars``), but its answer words dilute that match.
+
+    Args:
+        cands: rowid -> candidate dict (``score`` is read).
+        replies: question rowid -> rowid of the next turn of its session.
+        boost: the share of the question's score the reply gets (0..1).
+
+    Returns:
+        reply rowid -> earned score (the best over its questions); the caller keeps the higher of this and the
+        reply's own score.
+    """
+    out: dict[int, float] = {}
+    for q_rid, r_rid in replies.items():
+        earned = boost * cands[q_rid]["score"]
+        if earned > out.get(r_rid, 0.0):
+            out[r_rid] = earned
+    return out
