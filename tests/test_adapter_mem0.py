@@ -133,8 +133,13 @@ def test_infer_true_extracts_facts_or_stores_verbatim(m, db):
     assert [r["memory"] for r in verbatim] == ["Hello there, how are you?"]
     assert m.get(verbatim[0]["id"])["metadata"] == {"k": 1}
     assert "run_id" not in m.get(out["results"][0]["id"])  # the private session is not a run_id
+    # an extracted fact's metadata is the caller's alone (mem0: None when empty), never the commit's provenance
+    assert m.get(out["results"][0]["id"])["metadata"] is None
+    tagged = m.add("I like tea.", user_id="alice", metadata={"source": "chat-app", "value": 3})["results"]
+    assert [r["memory"] for r in tagged] == ["User likes tea"]
+    assert m.get(tagged[0]["id"])["metadata"] == {"source": "chat-app", "value": 3}
     sessions = db.sync.list_sessions(user_id="alice")
-    assert len(sessions) == 1 and len(db.sync.get_messages(sessions[0].id)) == 4
+    assert len(sessions) == 1 and len(db.sync.get_messages(sessions[0].id)) == 5
 
 
 def test_run_id_is_an_agentbase_session(m, db):

@@ -276,8 +276,10 @@ class _Mem0Base:
             yield _call("delete", outcome["summary_id"])
         results = []
         for e in facts:
-            if base:  # commit_session cannot stamp caller metadata: one metadata UPDATE per fact
-                yield _call("update", e.id, metadata={**e.metadata, **copy.deepcopy(base)})
+            # A mem0 memory's metadata is the caller's alone: the commit's provenance keys (source, message_id,
+            # fact_key, value) would show in get()/search() and collide with the caller's own keys of those names
+            # (the session link keeps the provenance). commit_session cannot stamp it: one UPDATE per fact.
+            yield _call("update", e.id, metadata=copy.deepcopy(base))
             results.append({"id": e.id, "memory": e.content, "event": "ADD"})
         if outcome["facts_added"] + outcome["facts_hardened"] + outcome["facts_superseded"] == 0:
             started = datetime.now(timezone.utc)
