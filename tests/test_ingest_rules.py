@@ -347,3 +347,24 @@ def test_harden_confidence():
     assert harden_confidence(0.5) == pytest.approx(0.6)
     assert harden_confidence(0.95) == 1.0
     assert harden_confidence(0.7, step=0.2) == pytest.approx(0.9)
+
+
+def test_relative_times_in_facts_are_resolved_against_the_message_time():
+    from datetime import datetime, timezone
+
+    from agentbase.ingest.facts import dated_text
+
+    said = datetime(2026, 11, 15, 10, tzinfo=timezone.utc)  # a Sunday
+
+    def dated(text):
+        return [dated_text(f, said) for f in extract_facts(text)]
+
+    assert dated("I moved to Denver last month.") == ["User moved to Denver in October 2026"]
+    assert dated("I bought a car last week!") == ["User bought a car in the week of 2 November 2026"]
+    assert dated("I went to a support group yesterday.") == ["User went to a support group on 14 November 2026"]
+    assert dated("I am planning a trip to Japan next April.") == ["User is planning a trip to Japan in April 2027"]
+    assert dated("I ran my first marathon on May 5.") == ["User ran their first marathon on 5 May 2026"]  # one "on"
+    assert dated("我昨天买了一辆车。") == ["用户买了一辆车 (2026年11月14日)"]
+    # a year already named, or no time at all: unchanged
+    assert dated("I started learning piano in 2020.") == ["User started learning piano in 2020"]
+    assert dated("I live in Paris.") == ["User lives in Paris"]
