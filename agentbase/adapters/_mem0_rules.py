@@ -286,9 +286,16 @@ def _payload(entry: Any) -> dict:
             "created_at": entry.created_at.isoformat(), "updated_at": entry.updated_at.isoformat()}
 
 
+_PROVENANCE = frozenset({"source", "message_id", "fact_key", "value"})  # what commit_session stamps on a fact
+
+
 def _item(entry: Any, *, score: Any = _UNSET) -> dict[str, Any]:
-    """mem0's ``MemoryItem``: id, memory, hash, metadata, [score,] created_at, updated_at, promoted keys."""
+    """mem0's ``MemoryItem``: id, memory, hash, metadata, [score,] created_at, updated_at, promoted keys. A fact
+    extracted by ``infer=True`` without caller metadata shows ``metadata: None``, as in mem0 (its provenance keys
+    stay in AgentBase)."""
     meta = dict(entry.metadata)
+    if meta.get("source") == "session" and set(meta) <= _PROVENANCE:
+        meta = {}
     promoted: dict[str, Any] = {k: v for k, v in (("user_id", entry.user_id), ("agent_id", entry.agent_id),
                                                    ("run_id", _run_id(entry))) if v is not None}
     promoted.update({k: meta.pop(k) for k in _META_PROMOTED if k in meta})

@@ -276,10 +276,11 @@ class _Mem0Base:
             yield _call("delete", outcome["summary_id"])
         results = []
         for e in facts:
-            # A mem0 memory's metadata is the caller's alone: the commit's provenance keys (source, message_id,
-            # fact_key, value) would show in get()/search() and collide with the caller's own keys of those names
-            # (the session link keeps the provenance). commit_session cannot stamp it: one UPDATE per fact.
-            yield _call("update", e.id, metadata=copy.deepcopy(base))
+            # A mem0 memory's metadata is the caller's alone: with caller metadata it replaces the commit's
+            # provenance keys (source, message_id, fact_key, value), which would collide with caller keys of those
+            # names (commit_session cannot stamp it: one UPDATE per fact); without, the item view hides them.
+            if base:
+                yield _call("update", e.id, metadata=copy.deepcopy(base))
             results.append({"id": e.id, "memory": e.content, "event": "ADD"})
         if outcome["facts_added"] + outcome["facts_hardened"] + outcome["facts_superseded"] == 0:
             started = datetime.now(timezone.utc)
