@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import NotFoundError, StorageError, ValidationError
 from .ingest.dedup import content_hash, harden_confidence
-from .ingest.facts import KEY_DESCRIPTIONS, dated_text, extract_facts
+from .ingest.facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
 from .ingest.summary import summarize_session
 from .models import ContextType, Message, Scope, Session, utcnow
 from .ner import TAG_PREFIX, entity_tags, tag_for
@@ -407,8 +407,7 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
     """Insert, harden or supersede one extracted fact. Returns (counter increments, entry id)."""
     owner_sql = " AND ".join(f"{k} IS ?" for k in owners)
     owner_params = list(owners.values())
-    text = dated_text(fact, msg.created_at)
-    text_hash = content_hash(text)
+    text_hash = content_hash(fact.text)
     row = await (await conn.execute(
         f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND category = ? AND status = 'active' "
         f"AND superseded_by IS NULL AND {owner_sql} LIMIT 1", [text_hash, fact.category, *owner_params])).fetchone()
@@ -419,9 +418,12 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
                                           "updated_at": now})
         await update_entry_row(conn, row[0], old, hardened, engine=ab.db.vector_engine)
         return {"facts_hardened": 1}, old.id
+    meta = {"source": "session", "message_id": msg.id, "fact_key": fact.subject_key, "value": fact.value}
+    resolved = resolve_time(fact, msg.created_at)  # "last month" said on 15 Nov 2026: October 2026
+    if resolved:
+        meta["when"] = resolved
     entry = ab._build_entry(
-        text, category=fact.category, tags=tags, metadata={"source": "session", "message_id": msg.id,
-                                                                "fact_key": fact.subject_key, "value": fact.value},
+        fact.text, category=fact.category, tags=tags, metadata=meta,
         scope=Scope.GLOBAL, owners={**owners, "session_id": session_id}, confidence=float(fact.confidence),
         importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
         extra={"description": KEY_DESCRIPTIONS[fact.subject_key]} if fact.subject_key in KEY_DESCRIPTIONS else {},

@@ -352,19 +352,20 @@ def test_harden_confidence():
 def test_relative_times_in_facts_are_resolved_against_the_message_time():
     from datetime import datetime, timezone
 
-    from agentbase.ingest.facts import dated_text
+    from agentbase.ingest.facts import resolve_time
 
     said = datetime(2026, 11, 15, 10, tzinfo=timezone.utc)  # a Sunday
 
-    def dated(text):
-        return [dated_text(f, said) for f in extract_facts(text)]
+    def when(text):
+        return [resolve_time(f, said) for f in extract_facts(text)]
 
-    assert dated("I moved to Denver last month.") == ["User moved to Denver in October 2026"]
-    assert dated("I bought a car last week!") == ["User bought a car in the week of 2 November 2026"]
-    assert dated("I went to a support group yesterday.") == ["User went to a support group on 14 November 2026"]
-    assert dated("I am planning a trip to Japan next April.") == ["User is planning a trip to Japan in April 2027"]
-    assert dated("I ran my first marathon on May 5.") == ["User ran their first marathon on 5 May 2026"]  # one "on"
-    assert dated("我昨天买了一辆车。") == ["用户买了一辆车 (2026年11月14日)"]
-    # a year already named, or no time at all: unchanged
-    assert dated("I started learning piano in 2020.") == ["User started learning piano in 2020"]
-    assert dated("I live in Paris.") == ["User lives in Paris"]
+    assert when("I moved to Denver last month.") == [{"expr": "last month", "from": "2026-10-01", "to": "2026-10-31"}]
+    assert when("I bought a car last week!") == [{"expr": "last week", "from": "2026-11-02", "to": "2026-11-08"}]
+    assert when("I went to a support group yesterday.") == [
+        {"expr": "yesterday", "from": "2026-11-14", "to": "2026-11-14"}]
+    assert when("I am planning a trip to Japan next April.") == [
+        {"expr": "next April", "from": "2027-04-01", "to": "2027-04-30"}]
+    assert when("我昨天买了一辆车。") == [{"expr": "昨天", "from": "2026-11-14", "to": "2026-11-14"}]
+    # a year already named, or no time at all: nothing to resolve
+    assert when("I started learning piano in 2020.") == [None]
+    assert when("I live in Paris.") == [None]

@@ -185,8 +185,10 @@ async def test_a_profile_fact_is_found_by_the_question_it_answers(db):
     results = await db.find("where do I live now?", user_id="f", top_k=5, mode="fts",
                             reference_time="2026-11-20T10:00:00Z")
     by_text = {r.entry.l2_full: r for r in results}
-    fact = by_text["User moved to Denver in October 2026"]  # "last month", said on 7 November 2026
+    fact = by_text["User moved to Denver last month"]
     assert fact.entry.description == "where they live: home, city, lives"
+    # said on 7 November 2026: the month it meant is in the metadata
+    assert fact.entry.metadata["when"] == {"expr": "last month", "from": "2026-10-01", "to": "2026-10-31"}
     assert "User lives in Boston with their partner" not in by_text
 
 

@@ -286,7 +286,7 @@ def _payload(entry: Any) -> dict:
             "created_at": entry.created_at.isoformat(), "updated_at": entry.updated_at.isoformat()}
 
 
-_PROVENANCE = frozenset({"source", "message_id", "fact_key", "value"})  # what commit_session stamps on a fact
+_PROVENANCE = frozenset({"source", "message_id", "fact_key", "value", "when"})  # what commit_session stamps
 
 
 def _item(entry: Any, *, score: Any = _UNSET) -> dict[str, Any]:
