@@ -162,9 +162,13 @@ def _prepare(raw: Any) -> dict[str, Any]:
 
 
 async def _insert_messages(conn: Any, session_id: str, prepared: list[dict[str, Any]]) -> None:
-    row = await (await conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?",
-                                    (session_id,))).fetchone()
-    seq = row[0]
+    # A seq is never reused within a session: after the last message was deleted, or the messages cleared or
+    # replaced, new ones still number after everything committed, so commit_session takes them (it reads seq >
+    # committed_seq) and the turn links of earlier commits keep their order.
+    row = await (await conn.execute(
+        "SELECT MAX(COALESCE((SELECT MAX(seq) FROM messages WHERE session_id = ?), 0), committed_seq) "
+        "FROM sessions WHERE id = ?", (session_id, session_id))).fetchone()
+    seq = row[0] if row and row[0] is not None else 0
     for m in prepared:
         seq += 1
         m["seq"] = seq
@@ -208,7 +212,6 @@ async def replace_messages(ab: Any, session_id: str, messages: list[Any]) -> lis
         await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "
                            "VALUES (?, 'open', '{}', ?, ?) ON CONFLICT(id) DO NOTHING", (session_id, now, now))
         await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        await conn.execute("UPDATE sessions SET committed_seq = 0 WHERE id = ?", (session_id,))
         if prepared:
             await _insert_messages(conn, session_id, prepared)
     return await get_messages(ab, session_id, limit=None, order="asc", after_seq=None, before_seq=None)
@@ -268,7 +271,6 @@ async def clear_messages(ab: Any, session_id: str) -> int:
     db = await ab._open()
     async with db.transaction() as conn:
         cur = await conn.execute("DELETE FROM messages WHERE session_id = ?", (check_id(session_id, "session_id"),))
-        await conn.execute("UPDATE sessions SET committed_seq = 0 WHERE id = ?", (session_id,))
         return cur.rowcount
 
 

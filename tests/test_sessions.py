@@ -261,3 +261,25 @@ async def test_each_named_speaker_keeps_their_own_profile_facts(db):
     current = {e.l2_full for e in await db.list(user_id="bob", category="profile")}
     assert "Bob just moved to Portland" in current and "Ann lives in Boston" in current
     assert "Bob lives in Seattle" not in current
+
+
+async def test_seq_is_never_reused_after_delete_or_clear(db):
+    """A message added after the last one was deleted, or after the history was cleared, is still committed, and
+    earlier commits' turns keep their order (a break-it helper found both reusing committed seq numbers)."""
+    s = await db.create_session(user_id="q")
+    await db.add_messages(s.id, [{"role": "user", "content": "Which vaccine clinic should I visit downtown?"},
+                                 {"role": "assistant", "content": "The Elm Street clinic opens at nine."}])
+    await db.commit_session(s.id)
+    last = (await db.get_messages(s.id))[-1]
+    await db.delete_message(s.id, last.id)
+    again = await db.add_message(s.id, role="user", content="I live in Denver now.")
+    assert again.seq == 3
+    assert (await db.commit_session(s.id))["messages"] == 1
+    await db.clear_messages(s.id)
+    fresh = await db.add_messages(s.id, [{"role": "user", "content": "Let's plan the birthday party."},
+                                         {"role": "user", "content": "Buy balloons and a chocolate cake."}])
+    assert [m.seq for m in fresh] == [4, 5]
+    assert (await db.commit_session(s.id))["messages"] == 2
+    # the old question's next turn is the assistant's answer: nothing from the new conversation is lifted
+    got = await db.find("which vaccine clinic downtown", user_id="q", mode="fts", category="turn")
+    assert all("reply_to_question" not in r.score_parts for r in got)

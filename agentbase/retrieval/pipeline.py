@@ -281,14 +281,18 @@ async def _replies(db: Any, cands: dict[int, dict[str, Any]], filters: Filters, 
     # The next turn of the session, when a person wrote it (role user: both speakers of a conversation between
     # people, the user of an assistant) and the query may see it; an assistant's answer to a user's request is
     # not lifted (on LongMemEval it only added long replies: tokens@10 1,410 -> 1,610).
+    # Planned by hand: the next seq is computed once per question (MATERIALIZED), and each reply is reached from
+    # its session's links (CROSS JOIN fixes the order). Left to itself SQLite drove the lookup from the owner
+    # filter's index and re-ran the next-seq subquery per link row: 55 ms per find on a 10k-entry file, 0.2 now.
     rows = await db.fetchall(
-        f"SELECT q.rid, (SELECT e.rid FROM session_memory_links l2 JOIN entries e ON e.id = l2.entry_id "
-        f"WHERE l2.session_id = l.session_id AND l2.kind = 'turn' AND l2.message_seq = (SELECT MIN(l3.message_seq) "
+        f"WITH nx AS MATERIALIZED (SELECT q.rid AS qrid, l.session_id AS sid, (SELECT MIN(l3.message_seq) "
         f"FROM session_memory_links l3 WHERE l3.session_id = l.session_id AND l3.kind = 'turn' "
-        f"AND l3.message_seq > l.message_seq) AND json_extract(e.metadata, '$.role') = 'user' AND {where}) "
-        f"FROM entries q JOIN session_memory_links l ON l.entry_id = q.id AND l.kind = 'turn' "
-        f"WHERE q.rid IN ({','.join('?' * len(questions))})",
-        [*params, *questions])
+        f"AND l3.message_seq > l.message_seq) AS nseq FROM entries q JOIN session_memory_links l "
+        f"ON l.entry_id = q.id AND l.kind = 'turn' WHERE q.rid IN ({','.join('?' * len(questions))})) "
+        f"SELECT nx.qrid, e.rid FROM nx CROSS JOIN session_memory_links l2 CROSS JOIN entries e ON e.id = l2.entry_id "
+        f"WHERE l2.session_id = nx.sid AND l2.message_seq = nx.nseq AND l2.kind = 'turn' "
+        f"AND json_extract(e.metadata, '$.role') = 'user' AND {where}",
+        [*questions, *params])
     earned = reply_scores(cands, {int(q): int(r) for q, r in rows if r is not None}, cfg.reply_boost)
     missing = [r for r in earned if r not in cands]
     if missing:
