@@ -225,8 +225,8 @@ threading.Thread(target=work).start()
 
 def test_a_thread_outliving_the_main_thread_gets_typed_errors_and_a_flush_that_returns(tmp_path):
     """Once the main thread has ended, Python's thread pools refuse new work: vector search and a backup raise
-    UsageError (they raised a bare RuntimeError), keyword search still works, and flush() returns the pending count (it waited
-    forever) while the job stays queued for the next process."""
+    UsageError (they raised a bare RuntimeError), keyword search still works, and flush() returns the pending count
+    (it waited forever) while the job stays queued for the next process."""
     proc, path = _run_script(tmp_path, MAIN_ENDS, "main_ends")
     assert proc.stdout.splitlines() == ["fts 1", "hybrid UsageError True", "backup UsageError True", "flush 1"], \
         proc.stdout + proc.stderr

@@ -397,7 +397,8 @@ async def test_a_question_turn_lifts_its_reply_within_the_filters(tmp_path):
     off, on = await build(0.0, "off.db"), await build(0.9, "on.db")
     try:
         q = "how long married"
-        assert "Five years already, time flies!" not in [r.entry.l2_full for r in await off.find(q, user_id="u", mode="fts")]
+        found_off = [r.entry.l2_full for r in await off.find(q, user_id="u", mode="fts")]
+        assert "Five years already, time flies!" not in found_off
         got = await on.find(q, user_id="u", mode="fts", category="turn")
         texts = [r.entry.l2_full for r in got]
         assert texts[:2] == ["What a lovely wedding photo! How long have you been married?",

@@ -218,7 +218,8 @@ async def test_a_changed_profile_value_supersedes_the_old_one(db, before, after,
 
 async def test_an_older_value_committed_late_does_not_replace_the_newer_one(db):
     """Supersession follows the messages' times, not the commit order (importing history out of order)."""
-    for text, when in (("We just moved to Austin.", "2024-03-01T10:00:00Z"), ("I live in Boston.", "2020-05-01T10:00:00Z")):
+    for text, when in (("We just moved to Austin.", "2024-03-01T10:00:00Z"),
+                       ("I live in Boston.", "2020-05-01T10:00:00Z")):
         s = await db.create_session(user_id="b")
         await db.add_message(s.id, role="user", content=text, created_at=when)
         result = await db.commit_session(s.id)

@@ -17,7 +17,8 @@ CLAUSE = re.compile(
 FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|im|ive|[Ww]e|[Cc]all me)\b")
 HYPOTHETICAL = re.compile(
     r"\b(?:if|whether|unless|wonder|wondering|not sure|what if|do you think|imagine|imagined|suppose|pretend"
-    r"|pretended|in case|as if|you think|ask (?:you )?(?:if|whether)|dreamed|dreamt|dream|let us say|let's say|let’s say)\b"
+    r"|pretended|in case|as if|you think|ask (?:you )?(?:if|whether)|dreamed|dreamt|dream"
+    r"|let us say|let's say|let’s say)\b"
     r"(?:\s+\S+){0,3}\s*$",
     re.I,
 )

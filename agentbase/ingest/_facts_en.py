@@ -79,10 +79,12 @@ def _favorite(h: _Hit) -> FactTuple | None:
 def _names_something(value: str, clause: str) -> bool:
     """Whether ``value`` can be a name (of a place, company or person): its first word is not a function word,
     and it holds a capital letter unless the whole clause is typed in lower case ("my name is sam")."""
-    first = value.split()[0].lower() if value.split() else ""
-    if first in R.NOT_A_NAME and not (first in ("the", "a", "an") and any(w[:1].isupper() for w in value.split()[1:])):
+    words = value.split()
+    capitalised = [w[:1].isupper() for w in words]
+    first = words[0].lower() if words else ""
+    if first in R.NOT_A_NAME and not (first in ("the", "a", "an") and any(capitalised[1:])):
         return False
-    return clause == clause.lower() or any(w[:1].isupper() for w in value.split())
+    return clause == clause.lower() or any(capitalised)
 
 
 def _keyed(h: _Hit, key: str | None, value: str) -> str | None:

@@ -64,7 +64,8 @@ def _role_content_name(message: Any) -> tuple[str, str, str | None]:
     elif isinstance(message, Mapping):
         role, content, name = message.get("role", ""), message.get("content", ""), message.get("name")
     else:
-        role, content, name = getattr(message, "role", ""), getattr(message, "content", ""), getattr(message, "name", None)
+        role, content = getattr(message, "role", ""), getattr(message, "content", "")
+        name = getattr(message, "name", None)
     if not isinstance(role, str) or not isinstance(content, str):
         raise ValidationError("each message needs a str role and a str content")
     return role.strip().lower(), content, name if isinstance(name, str) and name.strip() else None

@@ -289,19 +289,18 @@ async def _replies(db: Any, cands: dict[int, dict[str, Any]], filters: Filters, 
         f"FROM session_memory_links l3 WHERE l3.session_id = l.session_id AND l3.kind = 'turn' "
         f"AND l3.message_seq > l.message_seq) AS nseq FROM entries q JOIN session_memory_links l "
         f"ON l.entry_id = q.id AND l.kind = 'turn' WHERE q.rid IN ({','.join('?' * len(questions))})) "
-        f"SELECT nx.qrid, e.rid FROM nx CROSS JOIN session_memory_links l2 CROSS JOIN entries e ON e.id = l2.entry_id "
+        f"SELECT nx.qrid, {entry_columns('e')} FROM nx CROSS JOIN session_memory_links l2 "
+        f"CROSS JOIN entries e ON e.id = l2.entry_id "
         f"WHERE l2.session_id = nx.sid AND l2.message_seq = nx.nseq AND l2.kind = 'turn' "
         f"AND json_extract(e.metadata, '$.role') = 'user' AND {where}",
         [*questions, *params])
-    earned = reply_scores(cands, {int(q): int(r) for q, r in rows if r is not None}, cfg.reply_boost)
-    missing = [r for r in earned if r not in cands]
-    if missing:
-        for row in await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
-                                     f"({','.join('?' * len(missing))})", missing):
-            cands[row[0]] = {"entry": EntryView(row), "score": 0.0, "matched_by": "reply", "parts": {"rrf": 0.0}}
+    earned = reply_scores(cands, {int(row[0]): int(row[1]) for row in rows}, cfg.reply_boost)
+    for row in rows:  # a reply that was not a candidate joins with the row already read
+        if row[1] not in cands:
+            cands[row[1]] = {"entry": EntryView(row[1:]), "score": 0.0, "matched_by": "reply", "parts": {"rrf": 0.0}}
     lifted = 0
     for rid, score in earned.items():
-        if rid in cands and score > cands[rid]["score"]:
+        if score > cands[rid]["score"]:
             cands[rid]["score"] = score
             cands[rid]["parts"]["reply_to_question"] = round(score, 6)
             lifted += 1
