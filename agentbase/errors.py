@@ -84,7 +84,8 @@ class StorageError(AgentBaseError, RuntimeError):
 
 
 class SchemaVersionError(StorageError):
-    """The file was written by a newer AgentBase schema than this code understands."""
+    """The file was written by a newer AgentBase schema than this code understands (raised on open, or on a write
+    when a newer AgentBase upgraded the file after this process opened it)."""
 
 
 class EmbeddingError(AgentBaseError, RuntimeError):

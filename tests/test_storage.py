@@ -126,7 +126,7 @@ async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
     # Make the file what schema version 4 wrote: keyword text not NFKC-folded, version 5 not recorded.
     con = sqlite3.connect(db_path)
     con.execute("UPDATE entries SET fts_text = l2_full WHERE id = ?", (wide.id,))
-    con.execute("DELETE FROM schema_version WHERE version = 5")
+    con.execute("DELETE FROM schema_version WHERE version >= 5")
     con.commit()
     con.close()
     ab = make_db(db_path)
@@ -140,8 +140,85 @@ async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
     con = sqlite3.connect(db_path)
     assert con.execute("SELECT fts_text FROM entries WHERE id = ?", (wide.id,)).fetchone()[0].startswith(
         "Deploy the staging cluster")
-    assert con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION >= 5
     con.close()
+
+
+async def test_upgrade_to_v6_rewrites_values_whose_rules_changed(db_path):
+    """A file written before version 6 (found by a helper opening files of older commits): named speakers' facts
+    keyed without the speaker (Ann's new city did not replace her old one, and Bob's had replaced Ann's), content
+    hashes of the old normalisation (re-adding "Ship it on Friday 🚀" made a duplicate), profile facts without
+    their description, entity tags with a typographic apostrophe."""
+    ab = make_db(db_path)
+    s = await ab.create_session(user_id="bob")
+    await ab.add_message(s.id, role="user", name="Ann", content="I live in Boston.")
+    await ab.add_message(s.id, role="user", name="Bob", content="I live in Seattle.")
+    await ab.commit_session(s.id)
+    await ab.clear_messages(s.id)  # Bob's speaker is then known from his turn entry only
+    rocket = await ab.add_memory("Ship it on Friday 🚀", user_id="bob")
+    tagged = await ab.add_memory("Lunch with Seamus O'Brien", user_id="bob")
+    facts = {e.l2_full: e for e in await ab.list(user_id="bob", category="profile")}
+    await ab.close()
+    ann, bob = facts["Ann lives in Boston"], facts["Bob lives in Seattle"]
+    # Make the file what version 5 wrote.
+    con = sqlite3.connect(db_path)
+    con.execute("UPDATE entries SET fact_key = 'residence', description = NULL WHERE id IN (?, ?)", (ann.id, bob.id))
+    con.execute("UPDATE entries SET superseded_by = ? WHERE id = ?", (bob.id, ann.id))
+    con.execute("UPDATE entries SET content_hash = 'old' WHERE id = ?", (rocket.id,))
+    con.execute("UPDATE entries SET tags = '[\"ner_Seamus_O’Brien\"]' WHERE id = ?", (tagged.id,))
+    con.execute("DELETE FROM entry_tags WHERE rid = (SELECT rid FROM entries WHERE id = ?)", (tagged.id,))
+    con.execute("INSERT INTO entry_tags(rid, tag) SELECT rid, 'ner_Seamus_O’Brien' FROM entries WHERE id = ?",
+                (tagged.id,))
+    con.execute("UPDATE entries SET fts_text = l2_full WHERE id IN (?, ?, ?)", (ann.id, bob.id, tagged.id))
+    con.execute("DELETE FROM schema_version WHERE version >= 6")
+    con.commit()
+    con.close()
+    for _ in range(2):  # the second open changes nothing
+        ab = make_db(db_path)
+        try:
+            await ab.initialize()
+            keys = {e.l2_full: (e.metadata["fact_key"], e.superseded_by)
+                    for e in await ab.list(user_id="bob", category="profile", exclude_superseded=False)}
+            assert keys == {"Ann lives in Boston": ("residence", None), "Bob lives in Seattle": ("residence", None)}
+            assert (await ab.add_memory("Ship it on Friday 🚀", user_id="bob")).id == rocket.id
+            assert [e.id for e in await ab.list(user_id="bob", tags=["ner_Seamus_O'Brien"])] == [tagged.id]
+            hits = await ab.find("home city", user_id="bob", mode="fts")
+            assert {r.entry.id for r in hits} == {ann.id, bob.id}
+        finally:
+            await ab.close()
+    con = sqlite3.connect(db_path)
+    assert dict(con.execute("SELECT id, fact_key FROM entries WHERE id IN (?, ?)", (ann.id, bob.id))) == \
+        {ann.id: "ann|residence", bob.id: "bob|residence"}
+    assert con.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
+    # and Ann's move now replaces Ann's city only
+    ab = make_db(db_path)
+    try:
+        s2 = await ab.create_session(user_id="bob")
+        await ab.add_message(s2.id, role="user", name="Ann", content="We just moved to Austin.")
+        assert (await ab.commit_session(s2.id))["facts_superseded"] == 1
+        current = {e.l2_full for e in await ab.list(user_id="bob", category="profile")}
+        assert current == {"Ann just moved to Austin", "Bob lives in Seattle"}
+    finally:
+        await ab.close()
+
+
+async def test_a_process_refuses_writes_after_a_newer_version_upgraded_the_file(db_path):
+    """During a rolling upgrade, a process of the older code still running must not go on writing rows in its
+    formats (they would not match the upgraded file's rules): its next write is refused and changes nothing."""
+    old = make_db(db_path)
+    await old.add_memory("written before the upgrade", user_id="u")
+    newer = await open_database(db_path)  # another connection, as a newer process's upgrade would be
+    async with newer.transaction() as conn:
+        await conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 1,))
+    await newer.close()
+    try:
+        with pytest.raises(SchemaVersionError, match="upgraded to schema version .* restart"):
+            await old.add_memory("written after the upgrade", user_id="u")
+        assert [e.l2_full for e in await old.list(user_id="u")] == ["written before the upgrade"]
+    finally:
+        await old.close()
 
 
 async def test_entries_written_without_an_embedder_get_vectors_once_one_is_configured(db_path):

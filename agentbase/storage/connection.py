@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import sqlite3
 import time
@@ -25,6 +24,7 @@ from typing import Any
 
 from ..errors import SchemaVersionError, StorageError
 from .schema import MIGRATIONS, SCHEMA_VERSION
+from .sqlfuncs import register as register_sql_functions
 
 __all__ = ["DRIVER_ERRORS", "Database", "Result", "Writer", "open_database"]
 
@@ -54,18 +54,6 @@ def _load_vec(conn: Any) -> str | None:
     except (AttributeError, *DRIVER_ERRORS) as exc:
         return f"sqlite-vec failed to load: {exc}"
     return None
-
-
-def _fts_source_sql(name: str | None, description: str | None, l2_full: str, tags_json: str | None) -> str:
-    """SQL function ``agentbase_fts_source(name, description, l2_full, tags)`` for migrations that recompute
-    ``entries.fts_text`` (schema version 5)."""
-    from .entries import fts_source
-
-    try:
-        tags = json.loads(tags_json or "[]")
-    except ValueError:
-        tags = []
-    return fts_source(name, description, l2_full or "", [t for t in tags if isinstance(t, str)])
 
 
 def _choose_driver() -> tuple[Callable[..., Any], str]:
@@ -157,6 +145,7 @@ class Database:
         self.reader: Any = None  # a driver connection, used on the engine loop thread only
         self._vec_failures: list[str] = []
         self._write_lock = asyncio.Lock()
+        self._migrated = False  # set once the file is at this code's schema version (see _check_version)
 
     def _connect_raw(self, busy_ms: int) -> Any:
         """A driver connection with sqlite-vec loaded (when wanted), foreign keys and the synchronous level."""
@@ -194,11 +183,12 @@ class Database:
             # fail fast and retry with async sleeps for up to busy_timeout_s. The reader waits the same way (in WAL
             # a read waits only on rare recovery and checkpoint locks).
             self.writer = self._connect_raw(WRITER_BUSY_MS)
-            self.writer.create_function("agentbase_fts_source", 4, _fts_source_sql, deterministic=True)
+            register_sql_functions(self.writer)
             self.reader = self._connect_raw(WRITER_BUSY_MS)
             self._set_engine()
             await self._retry_busy(lambda: Writer(self.writer).execute("PRAGMA journal_mode = WAL"))
             await self._migrate(migrate_to)
+            self._migrated = True
         except DRIVER_ERRORS as exc:
             await self.close()
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
@@ -233,6 +223,18 @@ class Database:
                     await conn.execute(statement)
                 await conn.execute("INSERT INTO schema_version(version) VALUES (?)", (version,))
 
+    async def _check_version(self, writer: Writer) -> None:
+        """Refuse a write to a file that a newer AgentBase upgraded after this process opened it: this code
+        would write rows in formats the newer schema no longer uses (an old process writing on during a rolling
+        upgrade left rows that keyword search could not find). One indexed read of a one-row-per-version table
+        inside the write transaction, so no upgrade can land between the check and the write."""
+        row = await writer.execute("SELECT MAX(version) FROM schema_version")
+        current = (await row.fetchone() or (None,))[0] or 0
+        if current > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.path} was upgraded to schema version {current} by a newer AgentBase while this process had "
+                f"it open (this code writes version {SCHEMA_VERSION}); upgrade agentbase and restart this process")
+
     @contextlib.asynccontextmanager
     async def transaction(self, *, durable: bool = True) -> AsyncIterator[Writer]:
         """Serialise a write transaction: ``BEGIN IMMEDIATE`` (retried on SQLITE_BUSY), then COMMIT or ROLLBACK.
@@ -263,6 +265,8 @@ class Database:
                     raise StorageError(f"cannot start a write on {self.path} (another process held the write lock "
                                        f"for over busy_timeout_s = {self.busy_timeout_s:g} s): {exc}") from exc
                 try:
+                    if self._migrated:
+                        await self._check_version(writer)
                     yield writer
                 except BaseException as exc:
                     with contextlib.suppress(*DRIVER_ERRORS):

@@ -248,5 +248,47 @@ UPDATE entries SET fts_text = agentbase_fts_source(name, description, l2_full, t
 WHERE fts_text IS NOT agentbase_fts_source(name, description, l2_full, tags);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
+# Version 6: stored values whose rules changed without a migration (found by opening files of older versions):
+# - a named speaker's profile fact is keyed "<name casefolded>|<key>" (Ann's city no longer replaces Bob's); old
+#   keys get the speaker of the message that stated the fact (from the message, or from the turn entry written
+#   from it when the message was cleared), and a fact that an old key collision marked superseded by a fact of
+#   another key is active again;
+# - content hashes follow the current normalisation (a trailing symbol or combining mark is content), so the
+#   duplicate check finds old entries again;
+# - profile facts carry the description of what they answer (a keyword key; their vectors follow on reindex);
+# - entity tags are re-normalised (typographic apostrophes written as ').
+# Keyword text is then recomputed where a description or tag changed it. The functions are in storage/sqlfuncs.py.
+_V6 = """
+CREATE TEMP TABLE v6_speaker (message_id TEXT PRIMARY KEY, name TEXT NOT NULL);
+INSERT OR IGNORE INTO v6_speaker(message_id, name)
+SELECT id, name FROM messages WHERE name IS NOT NULL AND name != '';
+INSERT OR IGNORE INTO v6_speaker(message_id, name)
+SELECT json_extract(metadata, '$.message_id'), json_extract(metadata, '$.speaker') FROM entries
+WHERE category = 'turn' AND json_type(metadata, '$.message_id') = 'text' AND json_type(metadata, '$.speaker') = 'text'
+AND json_extract(metadata, '$.speaker') != '';
+UPDATE entries SET fact_key = agentbase_casefold(s.name) || '|' || entries.fact_key FROM v6_speaker s
+WHERE entries.fact_key IS NOT NULL AND instr(entries.fact_key, '|') = 0
+AND s.message_id = json_extract(entries.metadata, '$.message_id');
+DROP TABLE v6_speaker;
+UPDATE entries SET superseded_by = NULL
+WHERE superseded_by IS NOT NULL AND fact_key IS NOT NULL
+AND fact_key IS NOT (SELECT n.fact_key FROM entries n WHERE n.id = entries.superseded_by)
+AND (SELECT n.fact_key FROM entries n WHERE n.id = entries.superseded_by) IS NOT NULL;
+UPDATE entries SET content_hash = agentbase_content_hash(l2_full)
+WHERE agentbase_content_hash(l2_full) IS NOT NULL AND content_hash IS NOT agentbase_content_hash(l2_full);
+UPDATE entries SET description = agentbase_key_description(fact_key)
+WHERE description IS NULL AND agentbase_key_description(fact_key) IS NOT NULL;
+CREATE TEMP TABLE v6_retag (rid INTEGER PRIMARY KEY);
+INSERT INTO v6_retag(rid) SELECT rid FROM entries
+WHERE agentbase_ner_tags(tags) IS NOT NULL AND tags IS NOT agentbase_ner_tags(tags);
+UPDATE entries SET tags = agentbase_ner_tags(tags) WHERE rid IN (SELECT rid FROM v6_retag);
+DELETE FROM entry_tags WHERE rid IN (SELECT rid FROM v6_retag);
+INSERT OR IGNORE INTO entry_tags(rid, tag)
+SELECT e.rid, j.value FROM entries e, json_each(e.tags) j WHERE e.rid IN (SELECT rid FROM v6_retag);
+DROP TABLE v6_retag;
+UPDATE entries SET fts_text = agentbase_fts_source(name, description, l2_full, tags)
+WHERE fts_text IS NOT agentbase_fts_source(name, description, l2_full, tags);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
 SCHEMA_VERSION = len(MIGRATIONS)
