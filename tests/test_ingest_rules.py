@@ -262,6 +262,15 @@ def test_summary_has_topics_request_facts_and_outcome():
     assert lines[3] == "Assistant: Enjoy the ramen in Tokyo! Book Kikanbo early because queues get long."
 
 
+def test_summary_opening_line_names_the_speaker_and_says_or_asks():
+    """A statement is not reported as a request ("User asked: I work at Stripe" misled), and a named speaker is
+    named."""
+    said = summarize_session([("user", "I work at Stripe as a backend engineer."), ("assistant", "Nice!")])
+    assert said.split("\n")[1] == "User said: I work at Stripe as a backend engineer."
+    named = summarize_session([("user", "Hi!", "Maya"), ("user", "Which laptop suits video editing work?", "Maya")])
+    assert named.split("\n")[1] == "Maya asked: Which laptop suits video editing work?"
+
+
 def test_summary_is_deterministic_and_accepts_message_shapes():
     as_dicts = [{"role": r, "content": c} for r, c in CHAT]
     as_objects = [SimpleNamespace(role=r, content=c) for r, c in CHAT]

@@ -108,6 +108,14 @@ def test_regex_drops_sentence_initial_stop_words(regex: RegexExtractor):
     assert entity_tags(regex.extract(text)) == ["ner_London", "ner_Bob", "ner_Carol"]
 
 
+@pytest.mark.parametrize("text, tags", [
+    ("Got it, thanks!", []), ("Sure! Got the tickets for Paris.", ["ner_Paris"]), ("Haha, Yeah", []),
+    ("Lol, Nope, Melanie!", ["ner_Melanie"]),
+])
+def test_regex_skips_interjections_and_got(regex: RegexExtractor, text: str, tags: list[str]):
+    assert entity_tags(regex.extract(text)) == tags
+
+
 def test_regex_multi_word_names_and_labels(regex: RegexExtractor):
     text = "My sister moved to New York and now works for the Bank of America with Dr. Smith."
     ents = labels(regex.extract(text))

@@ -3,7 +3,8 @@
 The summary is extractive, in up to four lines, most important first, within ``max_chars`` (600 by default)::
 
     Topics: <top terms by weighted frequency, minus stop words>
-    User asked: <the first substantive user message (3+ content words), leading sentences>
+    <Speaker> asked|said: <the first substantive user message (3+ content words), leading sentences>; the
+        speaker is the message's name, else "User"; "asked" when those sentences hold a question
     Facts: <facts the user stated, highest confidence first>
     Assistant: <the leading sentence of the last assistant reply>
 
@@ -138,7 +139,8 @@ def summarize_session(messages: Iterable[Any], *, max_chars: int = 600, max_keyw
         max_keywords: number of topic terms.
 
     Returns:
-        Up to four newline-separated lines ("Topics: ...", "User asked: ...", "Facts: ...", "Assistant: ...")
+        Up to four newline-separated lines ("Topics: ...", "User asked: ..." or "Ann said: ...", "Facts: ...",
+        "Assistant: ...")
         within ``max_chars``; ``""`` when there is no user or assistant text. Deterministic: the same messages
         always give the same summary.
 
@@ -156,11 +158,13 @@ def summarize_session(messages: Iterable[Any], *, max_chars: int = 600, max_keyw
     keywords = session_keywords(turns, max_keywords)
     if keywords:
         lines.append("Topics: " + ", ".join(keywords))
-    user_texts = [c for r, c in turns if r in _USER_ROLES]
+    user_texts = [(c, n) for r, c, n in named if r in _USER_ROLES]
     if user_texts:
-        # the first substantive request: skip greetings such as "Hey! How have you been?"
-        request = next((c for c in user_texts if sum(1 for _ in _terms(c)) >= 3), user_texts[0])
-        lines.append("User asked: " + lead(request, 200))
+        # the first substantive message: skip greetings such as "Hey! How have you been?"
+        request, speaker = next(((c, n) for c, n in user_texts if sum(1 for _ in _terms(c)) >= 3), user_texts[0])
+        opening = lead(request, 200)
+        verb = "asked" if "?" in opening or "？" in opening else "said"  # "User asked: I work at Stripe" misled
+        lines.append(f"{speaker or 'User'} {verb}: {opening}")
     facts = []
     for order, (content, name) in enumerate((c, n) for r, c, n in named if r in _USER_ROLES):
         facts.extend((-f.confidence, order, idx, f.text)

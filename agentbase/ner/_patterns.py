@@ -91,7 +91,7 @@ MONTHS_WEEKDAYS = frozenset(
 FUNCTION_STOP = frozenset(
     "the a an my our your his her their its it this that these those hi hello hey dear thanks thank please "
     "yes no oh wow well so and but or if also just what when where why how who which whose whats what's "
-    "not".split()
+    "not yeah yep yup nope haha hahaha lol lmao omg hmm ugh oops alright".split()
 )
 #: Words that do not start a name at the start of a sentence (pronouns, auxiliaries, imperatives, adverbs).
 INITIAL_STOP = frozenset(
@@ -105,7 +105,7 @@ INITIAL_STOP = frozenset(
     unfortunately luckily hopefully definitely absolutely exactly really yeah yep nope alright right okay
     congrats congratulations sorry wait btw lol haha other another such even though although while because
     once hence instead plus there all more due one current additionally furthermore moreover therefore thus
-    meanwhile otherwise similarly regardless ugh hmm oops well""".split()
+    meanwhile otherwise similarly regardless ugh hmm oops well got gotta gonna""".split()
 )
 #: All-caps abbreviations that are not names of things.
 NON_NAME_ACRONYMS = frozenset(
