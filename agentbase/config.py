@@ -95,6 +95,10 @@ class IngestSettings(_Section):
     # lifts hybrid evidence recall@5 from 0.613 to 0.655; the price is embedding up to turn_context_chars more
     # characters per turn (about 1.6x the embedding time on LongMemEval_S, whose assistant turns are long).
     turn_context_embed: bool = True
+    # A session participant's name used to address them ("Thanks, Caroline!", "Hey Mel!") is not an entity of
+    # the turn (ner/vocative.py), so entity boosts for a question about Caroline prefer her own turns and turns
+    # about her over turns addressed to her. Measured in docs/benchmarks.md (ablation: keep_vocatives).
+    drop_vocatives: bool = True
 
 
 class RetrievalSettings(_Section):

@@ -20,6 +20,7 @@ from .ingest.summary import summarize_session
 from .models import ContextType, Message, Scope, Session, utcnow
 from .ner import TAG_PREFIX, entity_tags, tag_for
 from .ner.base import mention_pattern
+from .ner.vocative import drop_vocatives
 from .ingest.tiers import l0_abstract, l1_overview
 from .storage.entries import (ENTRY_COLUMNS, delete_entry_row, entry_columns, insert_entries, insert_entry,
                              record_history, row_to_entry, update_entry_row)
@@ -304,6 +305,11 @@ async def _commit_once(ab: Any, session_id: str) -> dict[str, Any]:
     owners = {"user_id": session.user_id, "agent_id": session.agent_id, "project_id": session.project_id}
     turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
     entity_lists = await _turn_entities(ab, turns)
+    participants = [r[0] for r in await db.fetchall(
+        "SELECT DISTINCT name FROM messages WHERE session_id = ? AND name IS NOT NULL", (session_id,))] \
+        if ab.settings.ingest.drop_vocatives else []
+    if participants:  # "Thanks, Caroline!" addresses Caroline; it is not about her
+        entity_lists = [drop_vocatives(m.content, ents, participants) for m, ents in zip(turns, entity_lists)]
     contexts = await _reply_contexts(ab, session_id, turns)
     embed_roles = set(ab.settings.ingest.embed_roles)
     now = utcnow()

@@ -18,6 +18,7 @@ from agentbase.ner import (
     tag_for,
 )
 from agentbase.ner.base import mention_pattern
+from agentbase.ner.vocative import drop_vocatives
 from agentbase.ner.spacy_extractor import _chunks
 
 HAS_SPACY = SpacyExtractor.available()
@@ -335,3 +336,22 @@ async def test_query_entity_boosts_both_apostrophe_spellings(db):
     hits = await db.find("What did Sean O'Brien say about the audit?", user_id="u", mode="fts")
     assert {h.entry.id for h in hits} == {curly.id, ascii_.id}
     assert all(h.score_parts.get("ner_boost", 1.0) > 1.0 for h in hits)
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("Wow, Caroline, that's gorgeous!", []), ("Hey Mel! Good to see you.", []), ("Caroline, congrats!", []),
+    ("That's great news, Caroline!", []), ("Thanks Melanie.", []),
+    ("I met Caroline at the park.", ["Caroline"]), ("Caroline's painting is great.", ["Caroline"]),
+    ("Caroline said hi.", ["Caroline"]), ("I told Melanie, and she laughed.", ["Melanie"]),
+    ("Thanks, Paris!", ["Paris"]),  # not a participant: kept
+    ("I went to Paris, France.", ["Paris", "France"]),
+])
+def test_vocative_names_of_participants_are_dropped(regex: RegexExtractor, text: str, kept: list[str]):
+    ents = regex.extract(text)
+    assert [e.text for e in drop_vocatives(text, ents, ["Caroline", "Melanie", "Mel"])] == kept
+
+
+def test_vocative_matches_a_participants_first_name():
+    ents = RegexExtractor().extract("Thanks, Caroline! See you, Smith.")
+    assert [e.text for e in drop_vocatives("Thanks, Caroline! See you, Smith.", ents, ["Caroline Smith"])] == \
+        ["Smith"]

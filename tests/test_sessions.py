@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from agentbase import NotFoundError, ValidationError
+from agentbase import AgentBase, NotFoundError, ValidationError, load_settings
+from agentbase.embeddings import HashEmbedder
 
 
 async def test_identical_timestamps_keep_insertion_order_and_tool_calls_round_trip(db):
@@ -284,3 +285,25 @@ async def test_seq_is_never_reused_after_delete_or_clear(db):
     # the old question's next turn is the assistant's answer: nothing from the new conversation is lifted
     got = await db.find("which vaccine clinic downtown", user_id="q", mode="fts", category="turn")
     assert all("reply_to_question" not in r.score_parts for r in got)
+
+
+async def test_a_name_that_addresses_a_participant_is_not_a_tag_of_the_turn(db):
+    """In a chat between Ann and Bob, Bob's "Thanks, Ann!" is addressed to Ann, not about her: it gets no ner_Ann
+    tag (so entity boosts for a question about Ann prefer her turns), while "I met Ann at the gym" keeps it."""
+    s = await db.create_session(user_id="bob")
+    await db.add_message(s.id, role="user", name="Ann", content="I researched adoption agencies all week.")
+    await db.add_message(s.id, role="user", name="Bob", content="Wow, Ann, that's huge! Good luck with it.")
+    await db.add_message(s.id, role="user", name="Bob", content="I met Ann's sister at the gym, by the way.")
+    await db.commit_session(s.id)
+    tags = {e.l2_full: e.tags for e in await db.list(user_id="bob", category="turn")}
+    assert tags["I researched adoption agencies all week."][0] == "ner_Ann"  # the speaker
+    assert "ner_Ann" not in tags["Wow, Ann, that's huge! Good luck with it."]
+    assert "ner_Ann" in tags["I met Ann's sister at the gym, by the way."]
+    settings = load_settings(ner="regex")
+    settings.ingest.drop_vocatives = False
+    async with AgentBase(db.db.path.parent / "keep.db", settings=settings, embedder=HashEmbedder(dims=64)) as other:
+        s2 = await other.create_session(user_id="bob")
+        await other.add_message(s2.id, role="user", name="Ann", content="Hi!")
+        await other.add_message(s2.id, role="user", name="Bob", content="Wow, Ann, that's huge!")
+        await other.commit_session(s2.id)
+        assert "ner_Ann" in (await other.list(user_id="bob", category="turn"))[-1].tags
