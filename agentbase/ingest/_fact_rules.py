@@ -185,7 +185,21 @@ MY_IS_VALUE_BLOCK = re.compile(
 LEADING_ADVERBS = re.compile(
     r"^(?:(?:also|just|already|always|never|ever|recently|finally|actually|really|since)\s+)+", re.I
 )
-POSSESSION_BLOCK = frozenset("to not no never been had got gotten".split())
+# Words after "I have" that make it a perfect tense or a negation, not a possession ("I have come so far", "I
+# haven't."); "come", "become", "run" are past participles that look like base forms, so is_past_verb misses them.
+POSSESSION_BLOCK = frozenset("to not no never been had got gotten come become run".split())
+# Words that may stand right before the subject "I"/"we" of a main clause: conjunctions, adverbs, time words,
+# interjections, and the verbs and adjectives of a complement clause ("I think I will", "so glad I went"). Any
+# other lowercase word there makes the clause a relative one: in "the support I got made a huge difference" or
+# "These figurines I bought yesterday remind me of ...", the user states nothing about getting or buying.
+BEFORE_SUBJECT = frozenset("""and but so or nor then because cause since when whenever while after before as if
+    though although once until till also actually just really recently finally now today yesterday tonight
+    tomorrow week weeks weekend weekends month months year years ago night morning evening afternoon day days
+    time times last first too even still well yes yeah yep oh ok okay haha lol hey hi wow anyway anyways btw
+    honestly basically definitely probably maybe perhaps sometimes usually always never often literally
+    seriously thankfully luckily unfortunately fortunately hopefully plus where that think know believe feel
+    hope mean say said guess bet swear remember forgot realized realised noticed wish glad happy proud lucky
+    sure sorry thankful grateful excited relieved afraid amazed surprised thrilled stoked thanks lately""".split())
 REPORTING = frozenset(
     """mentioned said told asked wanted wondered thought realized noticed meant hoped needed figured forgot
     felt guessed tried supposed assumed expected heard""".split()

@@ -167,7 +167,9 @@ def _plan(h: _Hit, name: str) -> FactTuple | None:
 
 def _possession(h: _Hit) -> FactTuple | None:
     verb, raw = h.groups[0].lower(), R.LEADING_ADVERBS.sub("", h.groups[1])
-    first = raw.split()[0].lower() if raw.split() else ""
+    first = raw.split()[0].lower().strip(".,!?;:") if raw.split() else ""
+    if R.BACKGROUND.search(h.clause[:h.m.start()]):
+        return None  # "a library for when I have kids": not something the user has
     participle = verb.startswith("have") and is_past_verb(first)
     if first in R.POSSESSION_BLOCK or first.endswith("ing") or participle:
         return None  # "I have to", "I have been", "I have finished"
@@ -255,6 +257,24 @@ _HANDLERS: dict[str, Callable[[_Hit], FactTuple | None]] = {
 }
 
 
+_WORD_BEFORE = re.compile(r"(\S+)\s+$")
+
+
+def _relative_clause(clause: str, start: int) -> bool:
+    """Whether the subject "I"/"we" at ``start`` opens a relative clause ("the support I got", "These figurines
+    I bought"): the word right before it is an ordinary lowercase word, or the clause's first word when that is
+    one capitalised by position ("Everything I have is yours"), not one of :data:`~._fact_rules.BEFORE_SUBJECT`.
+    Punctuation, numbers and mid-clause capitalised words ("Last Fri I", "Thanks Mel I") before it mean a main
+    clause."""
+    m = _WORD_BEFORE.search(clause, 0, start)
+    if m is None or m.end() != start:
+        return False
+    word = m.group(1)
+    if not word.isalpha() or word.lower() in R.BEFORE_SUBJECT:
+        return False
+    return word.islower() or (word[0].isupper() and m.start(1) == len(clause) - len(clause.lstrip()))
+
+
 def english_fact(clause: str, subject: str) -> FactTuple | None:
     """The first fact an English clause yields (contractions already expanded), or ``None``.
 
@@ -275,6 +295,8 @@ def english_fact(clause: str, subject: str) -> FactTuple | None:
             continue
         m = pattern.search(clause)
         if not m or R.HYPOTHETICAL.search(clause[:m.start()]):
+            continue
+        if clause[m.start():m.start() + 1] in ("I", "W", "w") and _relative_clause(clause, m.start()):
             continue
         if timing is None:
             timing = _time_phrase(clause)
