@@ -153,6 +153,13 @@ class RetrievalSettings(_Section):
     # 10 and 20 give the same figures. LongMemEval_S unchanged.
     reply_boost: float = Field(default=0.7, ge=0, le=1)
     reply_pool: int = Field(default=10, ge=1, le=100)
+    # Names left out of the text embedded for the vector leg (retrieval/names.py): a query name whose entity tag is on
+    # at least this share of the latest ``vector_name_sample`` entries the query may see ("Caroline" in a chat
+    # between Caroline and Melanie) dominates the query embedding while telling little apart; the keyword leg and
+    # the entity boost still use it. 0 turns it off. LoCoMo hybrid (docs/benchmarks.md): R@5 0.695 -> 0.715, R@10
+    # 0.771 -> 0.787; shares 0.1, 0.25 and 0.4 gave the same figures (speaker names tag ~50%, others < 10%).
+    vector_name_share: float = Field(default=0.25, ge=0, le=1)
+    vector_name_sample: int = Field(default=500, ge=1, le=100_000)
     # Keyword-leg cost budget (0 = off): when the query terms' postings (entries containing each term, summed)
     # exceed it, the entries with one of the rarer terms are scored first (index/fts.py select_terms,
     # common_terms_queries), and the entries holding only the common terms are scored too whenever one of them

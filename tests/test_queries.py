@@ -120,3 +120,27 @@ async def test_overlong_query_is_a_typed_error_and_the_limit_is_a_setting(db, se
         await db.find("rotate " * 2000, user_id="u")  # 14,000 characters
     db.settings.retrieval.max_query_chars = 20_000
     assert (await db.find("rotate " * 2000, user_id="u", mode="fts"))[0].entry.l2_full.startswith("TODO: rotate")
+
+
+async def test_a_name_on_much_of_the_memory_is_left_out_of_the_vector_query(db):
+    """In a chat between Ann and Bob, "Ann" tags half of what is stored: it is left out of the text embedded for
+    the vector leg (the keyword leg and the entity boost still see it); a rarer name stays, and share 0 turns it
+    off."""
+    s = await db.create_session(user_id="bob")
+    for i in range(6):
+        await db.add_message(s.id, role="user", name="Ann", content=f"I painted landscape number {i} today.")
+        await db.add_message(s.id, role="user", name="Bob", content=f"Nice work on piece {i}, I liked the colors.")
+    await db.add_message(s.id, role="user", name="Bob", content="My cousin Zelda visited us in Oslo.")
+    await db.commit_session(s.id)
+    await db.flush()
+
+    async def embedded(query: str) -> tuple[str | None, list[str]]:
+        hits = await db.find(query, user_id="bob", trace=True)
+        step = next(st for st in (await db.get_trace(hits[0].trace_id)).steps if st.name == "embed_query")
+        return step.details.get("text"), step.details.get("dropped_names")
+
+    assert await embedded("What did Ann paint?") == ("What did paint?", ["Ann"])
+    assert await embedded("What does Ann's cousin do?") == ("What does cousin do?", ["Ann"])
+    assert await embedded("When did Zelda visit Oslo?") == (None, [])
+    db.settings.retrieval.vector_name_share = 0.0
+    assert await embedded("What did Ann paint?") == (None, [])

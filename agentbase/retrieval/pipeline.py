@@ -26,6 +26,7 @@ from ..validation import clean_query
 from .filters import Filters
 from .fusion import max_rrf_score, ner_boost, weighted_rrf
 from .intent import analyze_query
+from .names import vector_query_text
 from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
 from .strategies import apply_strategies, asks_question, co_retrieval, reply_scores
 
@@ -153,9 +154,14 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
                         dropped_bound=round(dropped_bound, 3), restricted_to=within)
         rankings["fts"] = [rid for rid, _ in fts]
         bm25 = dict(fts)
+    query_ents = ab.query_extractor.extract(query)
     if use_vector:
-        qvec = await asyncio.to_thread(ab.embedder.embed_query, query)
-        tracer.step("embed_query", dims=int(len(qvec)))
+        vector_text, dropped_names = await vector_query_text(db, query, query_ents, where, params,
+                                                             share=cfg.vector_name_share,
+                                                             sample=cfg.vector_name_sample)
+        qvec = await asyncio.to_thread(ab.embedder.embed_query, vector_text)
+        tracer.step("embed_query", dims=int(len(qvec)), text=vector_text if dropped_names else None,
+                    dropped_names=dropped_names)
         vec, engine = await knn(db, db.vector_engine, qvec, n, where, params, ab.matrix)
         rankings["vector"] = [rid for rid, _ in vec]
         distances = dict(vec)
@@ -176,7 +182,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         rankings["temporal"] = [rid for rid, _ in in_range]
         tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n)
 
-    q_entities = {e.text.casefold() for e in ab.query_extractor.extract(query)}
+    q_entities = {e.text.casefold() for e in query_ents}
     if cfg.weight_graph > 0 and q_entities:
         rankings["graph"] = await graph_candidates(ab, q_entities, p.filters, limit=n)
         tracer.step("candidates_graph", candidates_out=len(rankings["graph"]), entities=sorted(q_entities))

@@ -1,0 +1,76 @@
+"""The text embedded for the vector leg: the query without the names that tag much of the visible memory.
+
+In a conversation between Caroline and Melanie, "Caroline" tags half of everything stored, so it tells the
+keyword leg little (BM25 gives it a low IDF) but it dominates the query's embedding: short entries that also carry
+the name ("Caroline wants to help people") then match "What did Caroline research?" better than the turn that
+answers it. A name whose entity tag is on at least ``retrieval.vector_name_share`` of the entries the query may
+see is left out of the embedded text, as a very common term would be; the keyword leg and the entity boost still
+use it, so the person's own turns are still preferred. The share is estimated on the latest
+``retrieval.vector_name_sample`` visible entries, so the cost does not grow with the file (one bounded read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ValidationError
+from ..ner import NON_TAG_LABELS, tag_for
+from ..ner.base import Entity
+
+__all__ = ["vector_query_text"]
+
+
+async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], where: str, params: list[Any], *,
+                            share: float, sample: int) -> tuple[str, list[str]]:
+    """The query text to embed and the names left out of it.
+
+    Args:
+        db: the storage ``Database``.
+        query: the normalised query; ``entities`` index it.
+        entities: the query's entities (:class:`~agentbase.ner.base.Entity`, offsets into ``query``).
+        where: the query's filter as SQL over alias ``e`` (:meth:`~agentbase.retrieval.filters.Filters.where`).
+        params: its parameters.
+        share: the fraction (0..1] of sampled entries a name's tag must be on to be left out; 0 turns this off.
+        sample: how many of the latest visible entries the share is estimated on.
+
+    Returns:
+        ``(text, dropped)``: ``query`` with the spans of the common names (and a possessive after them) removed,
+        or ``query`` itself when nothing is dropped or nothing alphanumeric would remain.
+    """
+    names: dict[str, list[Entity]] = {}
+    for ent in entities:
+        if ent.label in NON_TAG_LABELS:
+            continue
+        try:
+            names.setdefault(tag_for(ent.text), []).append(ent)
+        except ValidationError:
+            continue
+    if share <= 0 or not names:
+        return query, []
+    tags = list(names)
+    counts = ", ".join("SUM(EXISTS(SELECT 1 FROM entry_tags t WHERE t.rid = s.rid AND t.tag = ? COLLATE NOCASE))"
+                       for _ in tags)
+    row = await db.fetchone(
+        f"SELECT COUNT(*), {counts} FROM (SELECT e.rid FROM entries e WHERE {where} ORDER BY e.rid DESC LIMIT ?) s",
+        [*tags, *params, sample])
+    total = row[0] if row else 0
+    if not total:
+        return query, []
+    common = [tag for tag, n in zip(tags, row[1:]) if (n or 0) / total >= share]
+    spans = sorted((e.start, e.end) for tag in common for e in names[tag])
+    if not spans:
+        return query, []
+    out, pos = [], 0
+    for start, end in spans:
+        out.append(query[pos:start])
+        pos = end
+        for tail in ("'s", "’s", "'", "’"):
+            if query.startswith(tail, pos):
+                pos += len(tail)
+                break
+    out.append(query[pos:])
+    text = " ".join("".join(out).split())
+    if not any(ch.isalnum() for ch in text):
+        return query, []
+    return text, [e.text for tag in common for e in names[tag]]
