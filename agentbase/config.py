@@ -154,7 +154,7 @@ class RetrievalSettings(_Section):
     reply_boost: float = Field(default=0.7, ge=0, le=1)
     reply_pool: int = Field(default=10, ge=1, le=100)
     # Names left out of the text embedded for the vector leg (retrieval/names.py): a query name whose entity tag is on
-    # at least this share of the latest ``vector_name_sample`` entries the query may see ("Caroline" in a chat
+    # at least this share (and 20) of the latest ``vector_name_sample`` entries the query may see ("Caroline" in a chat
     # between Caroline and Melanie) dominates the query embedding while telling little apart; the keyword leg and
     # the entity boost still use it. 0 turns it off. LoCoMo hybrid (docs/benchmarks.md): R@5 0.695 -> 0.715, R@10
     # 0.771 -> 0.787; shares 0.1, 0.25 and 0.4 gave the same figures (speaker names tag ~50%, others < 10%).

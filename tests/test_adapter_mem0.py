@@ -342,3 +342,30 @@ def test_search_before_any_vector_exists(db):
     assert m.search("hello", user_id="a") == {"results": []}  # fresh file: no vector table yet
     mid = m.add("hello world", user_id="a", infer=False)["results"][0]["id"]
     assert m.search("hello", user_id="a")["results"][0]["id"] == mid  # keyword hit; the vector may lag
+
+
+def test_infer_true_never_files_facts_under_owners_the_call_did_not_name(m):
+    """A run opened by alice: an agent's (or bob's) infer=True add through the same run_id would commit into
+    alice's conversation and file the facts under alice, so it is refused and nothing is written."""
+    m.add("I like jazz", user_id="alice", run_id="r")
+    for owners in ({"agent_id": "bot"}, {"user_id": "bob"}):
+        with pytest.raises(ValueError, match="run_id 'r' is a conversation of user_id='alice'"):
+            m.add("I like rock", run_id="r", **owners)
+    assert [r["memory"] for r in m.get_all(filters={"user_id": "alice"})["results"]] == ["User likes jazz"]
+    assert m.get_all(filters={"agent_id": "bot"})["results"] == []
+    assert m.add("I like rock", user_id="bob", run_id="r", infer=False)["results"]  # a plain add is fine
+
+
+def test_a_replaced_fact_is_reported_and_read_as_deleted(m):
+    paris = m.add("I live in Paris.", user_id="carol")["results"][0]
+    out = m.add("I live in Berlin.", user_id="carol")["results"]
+    assert [(r["memory"], r["event"]) for r in out] == [("User lives in Berlin", "ADD"),
+                                                         ("User lives in Paris", "DELETE")]
+    assert out[1]["id"] == paris["id"]
+    assert m.get(paris["id"]) is None
+    with pytest.raises(ValueError, match="not found"):
+        m.update(paris["id"], "User lives in Rome")
+    assert [r["memory"] for r in m.get_all(filters={"user_id": "carol"})["results"]] == ["User lives in Berlin"]
+    hist = m.history(paris["id"])
+    assert [(h["event"], h["new_memory"], h["is_deleted"]) for h in hist] == \
+        [("ADD", "User lives in Paris", False), ("DELETE", None, True)]

@@ -127,7 +127,7 @@ async def test_a_name_on_much_of_the_memory_is_left_out_of_the_vector_query(db):
     the vector leg (the keyword leg and the entity boost still see it); a rarer name stays, and share 0 turns it
     off."""
     s = await db.create_session(user_id="bob")
-    for i in range(6):
+    for i in range(12):  # Ann then tags 24 entries (her turns and their facts), half of the file
         await db.add_message(s.id, role="user", name="Ann", content=f"I painted landscape number {i} today.")
         await db.add_message(s.id, role="user", name="Bob", content=f"Nice work on piece {i}, I liked the colors.")
     await db.add_message(s.id, role="user", name="Bob", content="My cousin Zelda visited us in Oslo.")

@@ -36,6 +36,7 @@ import numpy as np
 from agentbase import AgentBase, SyncAgentBase, load_settings, resolve_db
 from agentbase.embeddings import normalize_rows
 from agentbase.errors import NotFoundError
+from agentbase.errors import ValidationError as AgentBaseValidationError
 
 from ._mem0_rules import (_SCOPE_PREFIX, _UNSET, ValidationError, _check_search_params, _expired, _invalid, _item,
                           _match, _messages, _norm_expiration, _payload, _split_filters, _strip_identity, _trim_id,
@@ -202,14 +203,17 @@ class _Mem0Base:
 
         Returns:
             ``{"results": [{"id", "memory", "event": "ADD", "actor_id", "role"}]}`` for ``infer=False``;
-            ``{"results": [{"id", "memory", "event": "ADD"}]}`` otherwise (a fact already stored gives no
-            event).
+            ``{"results": [{"id", "memory", "event": "ADD"|"DELETE"}]}`` otherwise: a fact already stored gives no
+            event, and an older value a new fact replaces ("I live in Berlin" after "I live in Paris") is a
+            ``DELETE`` event (it is kept, superseded: ``get`` gives ``None`` for it, ``history`` ends with a
+            ``DELETE``).
 
         Raises:
             mem0 ValidationError (see :func:`mem0_validation_error`): ``VALIDATION_001`` no id,
                 ``VALIDATION_002`` bad ``memory_type``, ``VALIDATION_003`` bad ``messages`` type.
-            ValueError: a malformed id or ``expiration_date``; AgentBase ``ValidationError`` for text it
-                cannot store.
+            ValueError: a malformed id or ``expiration_date``; with ``infer=True``, a ``run_id`` that is a
+                conversation of other owners (its facts would be theirs); AgentBase ``ValidationError`` for text
+                it cannot store.
         """
         expiration = _norm_expiration(expiration_date)
         ids = {"user_id": _trim_id(user_id, "user_id"), "agent_id": _trim_id(agent_id, "agent_id"),
@@ -257,7 +261,21 @@ class _Mem0Base:
             return []
         scope = "&".join(f"{k}={ids[k]}" for k in ("agent_id", "user_id") if ids[k])
         sid = ids["run_id"] or _SCOPE_PREFIX + hashlib.md5(scope.encode()).hexdigest()
-        yield _call("create_session", session_id=sid, user_id=ids["user_id"], agent_id=ids["agent_id"])
+        # The facts get the session's owners: a run that is another owner's conversation would file this call's
+        # facts under that owner (an agent's "I like rock" under the user who opened the run).
+        try:
+            session = yield _call("create_session", session_id=sid, user_id=ids["user_id"], agent_id=ids["agent_id"])
+        except AgentBaseValidationError as exc:
+            session = yield _call("get_session", sid)
+            if session is None:
+                raise exc
+        foreign = {k: getattr(session, k) for k in ("user_id", "agent_id")
+                   if getattr(session, k) is not None and getattr(session, k) != ids[k]}
+        if foreign:
+            owners = ", ".join(f"{k}={v!r}" for k, v in foreign.items())
+            raise ValueError(f"run_id {ids['run_id']!r} is a conversation of {owners}: infer=True "
+                             f"commits this call's messages through it, so its facts would belong to them; pass "
+                             f"their ids too, another run_id, or infer=False")
         before = {e.id for e in (yield _call("list", session_id=sid, category="summary", limit=100))}
         added = yield _call("add_messages", sid, [
             {"role": m["role"], "content": t, "name": m.get("name"), "created_at": common["event_time"]}
@@ -276,12 +294,21 @@ class _Mem0Base:
             yield _call("delete", outcome["summary_id"])
         results = []
         for e in facts:
+            # A fact that replaced an older value ("I live in Berlin" after "I live in Paris") hides the old one
+            # from every read, as mem0's DELETE event does: report it so.
+            replaced = []
+            if e.metadata.get("fact_key"):
+                older = yield _call("list", user_id=ids["user_id"], agent_id=ids["agent_id"], category=e.category,
+                                    metadata={"fact_key": e.metadata["fact_key"]}, exclude_superseded=False,
+                                    limit=1000)
+                replaced = [o for o in older if o.superseded_by == e.id]
             # A mem0 memory's metadata is the caller's alone: with caller metadata it replaces the commit's
             # provenance keys (source, message_id, fact_key, value), which would collide with caller keys of those
             # names (commit_session cannot stamp it: one UPDATE per fact); without, the item view hides them.
             if base:
                 yield _call("update", e.id, metadata=copy.deepcopy(base))
             results.append({"id": e.id, "memory": e.content, "event": "ADD"})
+            results.extend({"id": o.id, "memory": o.content, "event": "DELETE"} for o in replaced)
         if outcome["facts_added"] + outcome["facts_hardened"] + outcome["facts_superseded"] == 0:
             started = datetime.now(timezone.utc)
             for m, text in usable:
@@ -303,7 +330,8 @@ class _Mem0Base:
         """
         mid = _valid_memory_id(memory_id)
         entry = (yield _call("get", mid)) if mid else None
-        return _item(entry, score=None) if entry is not None else None
+        # a fact replaced by a newer value was reported as deleted by the add() that replaced it
+        return _item(entry, score=None) if entry is not None and not entry.superseded_by else None
 
     def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = DEFAULT_TOP_K,
                 show_expired: bool = False, **kwargs: Any) -> Any:
@@ -420,7 +448,7 @@ class _Mem0Base:
         missing = ValueError(f"Memory with id {memory_id} not found. Please provide a valid 'memory_id'")
         mid = _valid_memory_id(memory_id)
         entry = (yield _call("get", mid)) if mid else None
-        if entry is None:
+        if entry is None or entry.superseded_by:  # a replaced fact reads as deleted (see get)
             raise missing
         new_meta = None
         if changes is not None:
@@ -481,10 +509,16 @@ class _Mem0Base:
         entry = yield _call("get", mid)
         meta = entry.metadata if entry is not None else {}
         first = events[0].created_at.isoformat() if events else None
-        return [{"id": ev.id, "memory_id": ev.entry_id, "old_memory": ev.old_value,
-                 "new_memory": ev.new_value, "event": ev.event, "created_at": first,
-                 "updated_at": ev.created_at.isoformat(), "is_deleted": ev.event == "DELETE",
-                 "actor_id": meta.get("actor_id"), "role": meta.get("role")} for ev in events]
+        out = []
+        for ev in events:
+            # being replaced by a newer value is what add() reported as a DELETE event
+            replaced = ev.event == "UPDATE" and bool(ev.metadata.get("superseded_by"))
+            event = "DELETE" if replaced else ev.event
+            out.append({"id": ev.id, "memory_id": ev.entry_id, "old_memory": ev.old_value,
+                        "new_memory": None if replaced else ev.new_value, "event": event, "created_at": first,
+                        "updated_at": ev.created_at.isoformat(), "is_deleted": event == "DELETE",
+                        "actor_id": meta.get("actor_id"), "role": meta.get("role")})
+        return out
 
     def reset(self) -> Any:
         """Delete every memory in the file, of every owner and adapter (mem0 ``Memory.reset``).

@@ -6,7 +6,9 @@ the name ("Caroline wants to help people") then match "What did Caroline researc
 answers it. A name whose entity tag is on at least ``retrieval.vector_name_share`` of the entries the query may
 see is left out of the embedded text, as a very common term would be; the keyword leg and the entity boost still
 use it, so the person's own turns are still preferred. The share is estimated on the latest
-``retrieval.vector_name_sample`` visible entries, so the cost does not grow with the file (one bounded read).
+``retrieval.vector_name_sample`` visible entries, so the cost does not grow with the file (one bounded read), and
+only a name on at least :data:`MIN_TAGGED` of them counts as common: in a handful of memories a share says
+nothing (and mem0's search, which the mem0 adapter mirrors, embeds the query as it is).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from ..errors import ValidationError
 from ..ner import NON_TAG_LABELS, tag_for
 from ..ner.base import Entity
 
-__all__ = ["vector_query_text"]
+__all__ = ["MIN_TAGGED", "vector_query_text"]
+
+#: The fewest sampled entries a name must tag to be left out of the embedded query.
+MIN_TAGGED = 20
 
 
 async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], where: str, params: list[Any], *,
@@ -31,7 +36,8 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], whe
         entities: the query's entities (:class:`~agentbase.ner.base.Entity`, offsets into ``query``).
         where: the query's filter as SQL over alias ``e`` (:meth:`~agentbase.retrieval.filters.Filters.where`).
         params: its parameters.
-        share: the fraction (0..1] of sampled entries a name's tag must be on to be left out; 0 turns this off.
+        share: the fraction (0..1] of sampled entries a name's tag must be on (and at least :data:`MIN_TAGGED`
+            of them) to be left out; 0 turns this off.
         sample: how many of the latest visible entries the share is estimated on.
 
     Returns:
@@ -57,7 +63,7 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], whe
     total = row[0] if row else 0
     if not total:
         return query, []
-    common = [tag for tag, n in zip(tags, row[1:]) if (n or 0) / total >= share]
+    common = [tag for tag, n in zip(tags, row[1:]) if (n or 0) >= MIN_TAGGED and (n or 0) / total >= share]
     spans = sorted((e.start, e.end) for tag in common for e in names[tag])
     if not spans:
         return query, []
