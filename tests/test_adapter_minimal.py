@@ -51,8 +51,8 @@ def test_limit_dedup_and_forget_who(db):
         mem.forget()
     with pytest.raises(ValidationError):
         mem.remember("   ")
-    with pytest.raises(ValidationError):
-        mem.recall("x", limit=0)
+    with pytest.raises(ValidationError, match="limit must be an integer from 1 to 1000, got 0"):
+        mem.recall("x", limit=0)  # the message names this method's argument, not find()'s top_k
 
 
 def test_async_twins_and_running_loop(db):

@@ -21,6 +21,11 @@ def _result(hit: Any) -> dict[str, Any]:
             "tags": [t for t in e.tags if not t.startswith("ner_")], "created_at": e.created_at.isoformat()}
 
 
+def _check_limit(limit: Any) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise ValidationError(f"limit must be an integer from 1 to 1000, got {limit!r}")
+
+
 def _check_forget(entry_id: str | None, who: str | None) -> None:
     if entry_id is None and who is None:
         raise ValidationError("forget() needs entry_id, who, or both (it never deletes everything)")
@@ -86,6 +91,7 @@ class MinimalAdapter:
         Raises:
             ValidationError: ``limit`` out of range or a malformed ``who``.
         """
+        _check_limit(limit)
         hits = self.db.sync.find(query, top_k=limit, user_id=who, context_type="memory")
         return [_result(h) for h in hits]
 
@@ -127,6 +133,7 @@ class MinimalAdapter:
 
     async def arecall(self, query: str, who: str | None = None, limit: int = 5) -> list[dict[str, Any]]:
         """Async :meth:`recall` (same arguments, return value and errors)."""
+        _check_limit(limit)
         hits = await self.db.find(query, top_k=limit, user_id=who, context_type="memory")
         return [_result(h) for h in hits]
 
