@@ -133,6 +133,8 @@ async def export_archive(ab: Any, path: str | Path) -> dict[str, Any]:
     db = await ab._open()
     await ab._drain_background()
     target = Path(path)
+    if not target.name or target.is_dir():
+        raise ValidationError(f"the archive path must name a file, got {str(path)!r}")
     try:
         data = await asyncio.to_thread(_snapshot, ab.path, db.driver, ab.settings.storage.busy_timeout_s)
     except DRIVER_ERRORS as exc:
@@ -151,11 +153,15 @@ async def export_archive(ab: Any, path: str | Path) -> dict[str, Any]:
         partial = target.with_name(target.name + ".partial")
         mode = "w:gz" if target.name.endswith((".tgz", ".tar.gz")) else "w"
         now = time.time()
-        with tarfile.open(partial, mode, format=tarfile.PAX_FORMAT) as tar:
-            _add_member(tar, "manifest.json", json.dumps(manifest, indent=2).encode(), now)
-            for m, b in blobs.items():
-                _add_member(tar, m, b, now)
-        partial.replace(target)
+        try:
+            with tarfile.open(partial, mode, format=tarfile.PAX_FORMAT) as tar:
+                _add_member(tar, "manifest.json", json.dumps(manifest, indent=2).encode(), now)
+                for m, b in blobs.items():
+                    _add_member(tar, m, b, now)
+            partial.replace(target)
+        except BaseException:
+            partial.unlink(missing_ok=True)  # a failed export (the target is a directory, the disk is full)
+            raise
 
     try:
         await asyncio.to_thread(write)

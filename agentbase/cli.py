@@ -16,9 +16,9 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from .cli_bench import bench_app
 from .errors import (AgentBaseError, ConfigError, MissingDependencyError, NotFoundError, UsageError,
@@ -47,8 +47,15 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 app.add_typer(import_app, name="import")
 app.add_typer(bench_app, name="bench")
 
-console = Console()
-err = Console(stderr=True)
+# Markup off: stored text, ids and paths are data ("[/x]" in a memory crashed Rich's markup parser after the
+# write had landed, and "[red]...[/red]" lost its brackets). Styled prefixes are built with rich.text.Text.
+console = Console(markup=False)
+err = Console(stderr=True, markup=False)
+
+
+def _tagged(label: str, style: str, message: str) -> Text:
+    """``label`` in ``style`` followed by ``message`` as plain text."""
+    return Text(label, style=style) + Text(f" {message}")
 
 DbOpt = typer.Option("agentbase.db", "--db", help="Database file.", envvar="AGENTBASE_DB")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
@@ -71,7 +78,7 @@ ID_PREFIX_MIN = 8
 
 def _fail(exc: AgentBaseError) -> typer.Exit:
     """Print ``exc`` and return the Exit with its documented status (1 not found, 2 bad input, 3 other)."""
-    err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+    err.print(_tagged("error:", "red", str(exc)), soft_wrap=True)
     if isinstance(exc, NotFoundError):
         return typer.Exit(EXIT_NOT_FOUND)
     if isinstance(exc, (ConfigError, UsageError, MissingDependencyError)):
@@ -154,7 +161,7 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
             return found, (ab.degrade_reason() if mode == "hybrid" else None)
     results, degraded = _run(go())
     if degraded:  # on stderr: --json output stays parseable
-        err.print(f"[yellow]warning:[/yellow] {degraded}")
+        err.print(_tagged("warning:", "yellow", degraded))
     if as_json:
         _out([_dump(r) for r in results], True)
         return
@@ -236,7 +243,7 @@ def _print_trace(t: Any) -> None:
                       json.dumps(details, ensure_ascii=False, default=str)[:80])
     console.print(table)
     if t.degrade_reason:
-        console.print(f"[yellow]degraded:[/yellow] {t.degrade_reason}")
+        console.print(_tagged("degraded:", "yellow", t.degrade_reason))
 
 
 @session_app.command("create")
@@ -322,20 +329,23 @@ async def _ingest_all(ab: Any, convs: list[Any]) -> dict[str, int]:
 
 
 @import_app.command("longmemeval")
-def import_longmemeval(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help="Questions to import."),
+def import_longmemeval(file: Path, db: str = DbOpt,
+                       limit: int = typer.Option(1, min=1, help="Questions to import."),
                        embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Import the haystacks of the first LIMIT LongMemEval questions (sessions keep their dates)."""
-    from .datasets import load_json, longmemeval_conversation
+    from .datasets import load_json, longmemeval_conversation, records
 
     async def go() -> Any:
-        data = load_json(file)[:limit]
+        # the file is read and checked before the database is opened: a wrong file creates nothing
+        convs = [longmemeval_conversation(r) for r in records(load_json(file), "LongMemEval")[:limit]]
         async with _db(db, embedder) as ab:
-            return await _ingest_all(ab, [longmemeval_conversation(r) for r in data])
+            return await _ingest_all(ab, convs)
     _out(_run(go()), as_json)
 
 
 @import_app.command("locomo")
-def import_locomo(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help="Conversations to import."),
+def import_locomo(file: Path, db: str = DbOpt,
+                  limit: int = typer.Option(1, min=1, help="Conversations to import."),
                   embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Import LoCoMo conversations (speakers as message names, session dates as times)."""
     from .datasets import load_json, locomo_conversations
@@ -349,7 +359,7 @@ def import_locomo(file: Path, db: str = DbOpt, limit: int = typer.Option(1, help
 
 @app.command()
 def demo(data: Optional[Path] = typer.Option(None, help="A LongMemEval (.json/.json.xz) or LoCoMo file."),
-         db: str = typer.Option("agentbase_demo.db", "--db"), questions: int = 5,
+         db: str = typer.Option("agentbase_demo.db", "--db"), questions: int = typer.Option(5, min=1),
          embedder: Optional[str] = EmbOpt) -> None:
     """Build a database from a multi-session conversation and answer questions with evidence and traces."""
     from .demo import run_demo
@@ -361,13 +371,18 @@ def main() -> None:  # pragma: no cover
     app()
 
 
+_LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
+
+
 @app.command()
 def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
-          port: int = typer.Option(8000, "--port", help="TCP port."),
+          port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
           token: list[str] = typer.Option([], "--token", help="Accepted bearer token (repeatable); adds to "
                                           "AGENTBASE_AUTH__TOKENS."),
           embedder: Optional[str] = EmbOpt,
-          log_level: str = typer.Option("info", "--log-level", help="uvicorn log level.")) -> None:
+          log_level: str = typer.Option("info", "--log-level",
+                                        help="uvicorn log level: critical, error, warning, info, debug, trace.")
+          ) -> None:
     """Serve the HTTP API with uvicorn: OpenAI-compatible /v1/threads and /v1/conversations.
 
     Binding to a non-loopback --host is refused unless bearer tokens are configured (--token or
@@ -377,12 +392,15 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
 
     from .config import load_settings
 
+    if log_level not in _LOG_LEVELS:
+        raise _fail(ConfigError(f"--log-level must be one of {', '.join(_LOG_LEVELS)}, got {log_level!r}"))
+
     try:
         import uvicorn
 
         from .web import create_app
     except ImportError:
-        err.print("[red]error:[/red] the web extra is missing; run: pip install 'agentbase[web]'")
+        err.print(_tagged("error:", "red", "the web extra is missing; run: pip install 'agentbase[web]'"))
         raise typer.Exit(EXIT_USAGE) from None
     try:
         tokens = list(dict.fromkeys([*token, *load_settings().auth.tokens]))
@@ -393,10 +411,15 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
     except ValueError:
         loopback = False
     if not loopback and not tokens:
-        err.print(f"[red]error:[/red] refusing to serve on {host} without authentication; bind to 127.0.0.1 or "
-                  "configure bearer tokens (--token or AGENTBASE_AUTH__TOKENS)", soft_wrap=True)
+        err.print(_tagged("error:", "red", f"refusing to serve on {host} without authentication; bind to 127.0.0.1 "
+                          "or configure bearer tokens (--token or AGENTBASE_AUTH__TOKENS)"), soft_wrap=True)
         raise typer.Exit(EXIT_USAGE)
     ab = _db(db, embedder)
+    try:  # open the file now: a directory or a non-SQLite file is an error here, not a 500 on every request
+        ab.sync.initialize()
+    except AgentBaseError as exc:
+        ab.sync.close()
+        raise _fail(exc) from None
     shown = f"[{host}]" if ":" in host else host
     console.print(f"AgentBase serving {db} at http://{shown}:{port}/v1 (OpenAI base_url)"
                   + (" - bearer token required" if tokens else ""), soft_wrap=True)
@@ -438,7 +461,7 @@ def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="R
            as_json: bool = JsonOpt) -> None:
     """Forget weak memories: strength exp(-age / (tau0 * 1.5^recalls)) below THRESHOLD is archived or purged."""
     if not decay:
-        err.print("nothing to do: pass --decay to run a decay pass")
+        err.print(_tagged("error:", "red", "nothing to do: pass --decay to run a decay pass"))
         raise typer.Exit(EXIT_USAGE)
 
     async def go() -> Any:
@@ -526,7 +549,7 @@ def mcp(ctx: typer.Context) -> None:
     try:
         from .mcp import main as mcp_main
     except ImportError:
-        err.print("[red]error:[/red] the mcp extra is missing; run: pip install 'agentbase[mcp]'")
+        err.print(_tagged("error:", "red", "the mcp extra is missing; run: pip install 'agentbase[mcp]'"))
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(mcp_main(list(ctx.args)))
 
@@ -537,7 +560,7 @@ def web(ctx: typer.Context) -> None:
     try:
         from .web.dashboard import main as web_main
     except ImportError:
-        err.print("[red]error:[/red] the web extra is missing; run: pip install 'agentbase[web]'")
+        err.print(_tagged("error:", "red", "the web extra is missing; run: pip install 'agentbase[web]'"))
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(web_main(list(ctx.args)))
 

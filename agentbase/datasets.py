@@ -7,6 +7,7 @@ Neither file ships with AgentBase; pass their paths (the project's development s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import lzma
 import re
@@ -16,11 +17,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, ValidationError
 from .timeutil import parse_time
 
 __all__ = ["Conversation", "SessionData", "ingest_conversation", "load_json", "locomo_conversations",
-           "longmemeval_conversation", "parse_locomo_date"]
+           "longmemeval_conversation", "parse_locomo_date", "records"]
 
 
 @dataclass
@@ -55,8 +56,28 @@ def load_json(path: str | Path) -> Any:
     try:
         with opener(p, "rt", encoding="utf-8") as fh:
             return json.load(fh)
-    except (OSError, json.JSONDecodeError, lzma.LZMAError) as exc:
-        raise ConfigError(f"cannot read {p}: {exc}") from exc
+    # UnicodeDecodeError: not UTF-8; EOFError: a truncated .xz; RecursionError: absurdly deep nesting
+    except (OSError, ValueError, EOFError, RecursionError, lzma.LZMAError) as exc:
+        raise ConfigError(f"cannot read {p}: {type(exc).__name__}: {exc}") from None
+
+
+def records(data: Any, kind: str) -> list[dict[str, Any]]:
+    """``data`` as the non-empty list of JSON objects a LongMemEval or LoCoMo file holds.
+
+    Args:
+        data: what :func:`load_json` returned.
+        kind: ``"LongMemEval"`` or ``"LoCoMo"`` (for the message).
+
+    Raises:
+        ConfigError: ``data`` is not a non-empty list of objects.
+    """
+    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
+        raise ConfigError(f"not a {kind} file: expected a non-empty JSON list of objects")
+    return data
+
+
+def _malformed(kind: str, exc: Exception) -> ConfigError:
+    return ConfigError(f"not a {kind} record: {type(exc).__name__}: {exc}")
 
 
 def longmemeval_conversation(record: dict[str, Any]) -> Conversation:
@@ -65,17 +86,20 @@ def longmemeval_conversation(record: dict[str, Any]) -> Conversation:
     Turn metadata keeps ``has_answer`` and the turn index so benchmarks can score turn-level recall. Turns of a
     session get increasing timestamps (one second apart) from the session date.
     """
-    sessions = []
-    for sid, date, turns in zip(record["haystack_session_ids"], record["haystack_dates"],
-                                record["haystack_sessions"]):
-        base = parse_time(date)
-        sessions.append(SessionData(sid, base, [
-            {"role": t["role"], "content": t["content"], "created_at": base + timedelta(seconds=i),
-             "metadata": {"turn_index": i, "has_answer": bool(t.get("has_answer"))}}
-            for i, t in enumerate(turns)]))
-    qa = {k: record[k] for k in ("question_id", "question_type", "question", "answer", "question_date",
-                                  "answer_session_ids")}
-    return Conversation(record["question_id"], sessions, [qa])
+    try:
+        sessions = []
+        for sid, date, turns in zip(record["haystack_session_ids"], record["haystack_dates"],
+                                    record["haystack_sessions"]):
+            base = parse_time(date)
+            sessions.append(SessionData(sid, base, [
+                {"role": t["role"], "content": t["content"], "created_at": base + timedelta(seconds=i),
+                 "metadata": {"turn_index": i, "has_answer": bool(t.get("has_answer"))}}
+                for i, t in enumerate(turns)]))
+        qa = {k: record[k] for k in ("question_id", "question_type", "question", "answer", "question_date",
+                                      "answer_session_ids")}
+        return Conversation(record["question_id"], sessions, [qa])
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise _malformed("LongMemEval question", exc) from None
 
 
 _LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.I)
@@ -91,8 +115,9 @@ def parse_locomo_date(text: str) -> datetime:
     if m:
         hour, minute, ampm, day, month, year = m.groups()
         text = f"{day} {month} {year} {int(hour) % 12 + (12 if ampm.lower() == 'pm' else 0):02d}:{minute}"
-    parsed = parse_time(text)
-    assert parsed is not None
+    parsed = parse_time(text) if text.strip() else None
+    if parsed is None:
+        raise ValidationError(f"unparseable LoCoMo date {text!r}")
     return parsed
 
 
@@ -102,22 +127,29 @@ def locomo_conversations(data: list[dict[str, Any]]) -> Iterator[Conversation]:
     Both speakers are people, so both get role ``user`` with their name as the message ``name``; image captions are
     appended as ``[image: caption]``. Turn metadata keeps the ``dia_id`` for evidence scoring.
     """
-    for sample in data:
-        conv = sample["conversation"]
-        keys = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
-        sessions = []
-        for key in keys:
-            date = parse_locomo_date(conv.get(f"{key}_date_time", ""))
-            turns = []
-            for i, t in enumerate(conv[key]):
-                text = t.get("text", "")
-                if t.get("blip_caption"):
-                    text = f"{text} [image: {t['blip_caption']}]"
-                turns.append({"role": "user", "content": text,
-                              "name": t.get("speaker"), "created_at": date + timedelta(seconds=i),
-                              "metadata": {"dia_id": t.get("dia_id")}})
-            sessions.append(SessionData(f"{sample.get('sample_id', 'conv')}:{key}", date, turns))
-        yield Conversation(sample.get("sample_id", "conv"), sessions, sample.get("qa", []))
+    for sample in records(data, "LoCoMo"):
+        try:
+            yield _locomo_conversation(sample)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise _malformed("LoCoMo conversation", exc) from None
+
+
+def _locomo_conversation(sample: dict[str, Any]) -> Conversation:
+    conv = sample["conversation"]
+    keys = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
+    sessions = []
+    for key in keys:
+        date = parse_locomo_date(conv.get(f"{key}_date_time", ""))
+        turns = []
+        for i, t in enumerate(conv[key]):
+            text = t.get("text", "")
+            if t.get("blip_caption"):
+                text = f"{text} [image: {t['blip_caption']}]"
+            turns.append({"role": "user", "content": text,
+                          "name": t.get("speaker"), "created_at": date + timedelta(seconds=i),
+                          "metadata": {"dia_id": t.get("dia_id")}})
+        sessions.append(SessionData(f"{sample.get('sample_id', 'conv')}:{key}", date, turns))
+    return Conversation(sample.get("sample_id", "conv"), sessions, sample.get("qa", []))
 
 
 async def ingest_conversation(db: Any, conv: Conversation, *, user_id: str | None = None) -> dict[str, int]:
@@ -144,11 +176,20 @@ async def ingest_conversation(db: Any, conv: Conversation, *, user_id: str | Non
         else:
             await db.create_session(session_id=s.session_id, user_id=owner, created_at=s.date,
                                     metadata={"source_session_id": s.session_id, "date": s.date.isoformat()})
-            if s.turns:
-                await db.add_messages(s.session_id, [
-                    {k: v for k, v in t.items() if k in ("role", "content", "name", "created_at", "metadata")}
-                    for t in s.turns if isinstance(t.get("content"), str)])
-            counts["sessions"] += 1
+            # Message ids derived from the session id and position: when another import of the same file writes
+            # this session at the same moment, one batch lands and the other is refused whole (ids are unique)
+            # instead of doubling the session.
+            batch = [{**{k: v for k, v in t.items() if k in ("role", "content", "name", "created_at", "metadata")},
+                      "id": "msg_" + hashlib.sha1(f"{s.session_id}\x1f{i}".encode()).hexdigest()[:32]}
+                     for i, t in enumerate(s.turns) if isinstance(t.get("content"), str)]
+            try:
+                if batch:
+                    await db.add_messages(s.session_id, batch)
+                counts["sessions"] += 1
+            except ValidationError:
+                if not await db.get_message(s.session_id, batch[0]["id"]):
+                    raise
+                counts["sessions_existing"] += 1
         result = await db.commit_session(s.session_id)
         counts["messages"] += result["messages"]
         counts["entries"] += result["turns"] + result["facts_added"] + (1 if result["summary_id"] else 0)

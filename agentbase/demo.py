@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from .errors import UsageError
 from .datasets import Conversation, SessionData, load_json, locomo_conversations, longmemeval_conversation
@@ -61,11 +62,13 @@ def _load(data: Path | None) -> tuple[Conversation, str]:
     if data is None:
         return sample_conversation(), "sample conversation (built in)"
     raw = load_json(data)
-    if isinstance(raw, list) and raw and "haystack_sessions" in raw[0]:
+    if not isinstance(raw, list) or not raw or not isinstance(raw[0], dict):
+        raw = []
+    if raw and "haystack_sessions" in raw[0]:
         # the first question that has an answer in the haystack (ids ending in _abs are abstention questions)
-        record = next((r for r in raw if not r["question_id"].endswith("_abs")), raw[0])
+        record = next((r for r in raw if not str(r.get("question_id", "")).endswith("_abs")), raw[0])
         return longmemeval_conversation(record), f"LongMemEval question {record['question_id']} from {data}"
-    if isinstance(raw, list) and raw and "conversation" in raw[0]:
+    if raw and "conversation" in raw[0]:
         return next(iter(locomo_conversations(raw))), f"LoCoMo conversation {raw[0].get('sample_id')} from {data}"
     from .errors import ConfigError
 
@@ -108,7 +111,7 @@ async def run_demo(data: Path | None, db_path: str, questions: int, embedder: st
         async with ab.db.transaction() as conn:
             await conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", _DEMO_MARK)
         stats = await ab.stats()
-        console.print(f"[bold]AgentBase demo[/bold]: {label}")
+        console.print(Text("AgentBase demo", style="bold") + Text(f": {label}"))
         console.print(f"database {db_path}; embedder {stats['embedder']}; vector engine {stats['vector_engine']}; "
                       f"NER {stats['ner']}")
         counts = await ingest_all(ab, [conv])
@@ -118,9 +121,9 @@ async def run_demo(data: Path | None, db_path: str, questions: int, embedder: st
             question = qa["question"]
             results = await ab.find(question, top_k=3, user_id=conv.user_id,
                                     reference_time=qa.get("question_date"))
-            console.print(f"\n[bold cyan]Q:[/bold cyan] {question}")
+            console.print(Text("\nQ:", style="bold cyan") + Text(f" {question}"))
             if "answer" in qa:
-                console.print(f"[dim]gold answer: {qa['answer']}[/dim]")
+                console.print(Text(f"gold answer: {qa['answer']}", style="dim"))
             table = Table("#", "score", "matched_by", "when", "session", "evidence")
             for i, r in enumerate(results, 1):
                 when = (r.entry.event_time or r.entry.created_at).strftime("%Y-%m-%d")

@@ -61,8 +61,8 @@ def strength(created_at: datetime, last_accessed_at: datetime | None, access_cou
 
 
 def _check_tau(tau0_days: Any) -> float:
-    if isinstance(tau0_days, bool) or not isinstance(tau0_days, (int, float)) or not tau0_days > 0:
-        raise ValidationError("tau0_days must be a positive number of days")
+    if isinstance(tau0_days, bool) or not isinstance(tau0_days, (int, float)) or not 0 < tau0_days < math.inf:
+        raise ValidationError("tau0_days must be a positive, finite number of days")
     return float(tau0_days)
 
 

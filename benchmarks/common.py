@@ -346,9 +346,16 @@ def add_retrieval_args(p: Any, unit: str) -> None:
 
 def run_main(argv: list[str] | None, parse_args: Any, run: Any, report: Any) -> int:
     """The ``main()`` of every benchmark script: parse ``argv``, run, print the report and, with ``--out``, write
-    the JSON payload and the report's Markdown tables next to it (``.md``). Returns the exit code (0)."""
+    the JSON payload and the report's Markdown tables next to it (``.md``). Returns the exit code: 0, 2 for bad
+    input (``ConfigError``: a missing or malformed data file, a bad config), 3 for another AgentBase error."""
+    from agentbase.errors import AgentBaseError, ConfigError
+
     args = parse_args(argv)
-    payload = asyncio.run(run(args))
+    try:
+        payload = asyncio.run(run(args))
+    except AgentBaseError as exc:  # a missing or malformed data file, a bad config: one line, not a traceback
+        console.print(f"error: {exc}", markup=False)
+        return 2 if isinstance(exc, ConfigError) else 3
     md = report(payload)
     if args.out:
         write_json(args.out, payload)

@@ -345,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1", help="bind host (default 127.0.0.1; others need tokens)")
     p.add_argument("--embedder", default=None, help="embedder provider for searches: local, onnx, openai, hash, none")
     args = p.parse_args(argv)
+    if not 1 <= args.port <= 65535:
+        p.error(f"port must be from 1 to 65535, got {args.port}")  # exits 2
     from agentbase import AgentBase
 
     from .app import create_app

@@ -1,0 +1,100 @@
+"""CLI and dataset fixes from a break-it pass: concurrent imports, markup in stored text, malformed data files,
+out-of-range options, failed exports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from typer.testing import CliRunner
+
+from agentbase import AgentBase, load_settings
+from agentbase.cli import app
+from agentbase.datasets import Conversation, SessionData, ingest_conversation
+
+ENV = {"AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, list(args), env=ENV)
+
+
+def _conversation() -> Conversation:
+    base = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    sessions = [SessionData(f"conv:s{i}", base + timedelta(days=i), [
+        {"role": "user", "name": "Ann", "content": f"Session {i}: I went hiking in the Alps with Bob."},
+        {"role": "user", "name": "Bob", "content": f"Session {i}: that sounds great, Ann!"}]) for i in range(8)]
+    return Conversation("conv", sessions)
+
+
+async def test_two_imports_of_one_conversation_at_once_write_each_session_once(tmp_path):
+    path = tmp_path / "cc.db"
+    dbs = [AgentBase(path, settings=load_settings(ner="regex"), embedder="none") for _ in range(2)]
+    try:
+        counts = await asyncio.gather(*(ingest_conversation(d, _conversation()) for d in dbs))
+        assert sum(c["sessions"] for c in counts) == 8
+        assert sum(c["sessions"] + c["sessions_existing"] for c in counts) == 16
+        for i in range(8):
+            assert len(await dbs[0].get_messages(f"conv:s{i}")) == 2
+        again = await ingest_conversation(dbs[0], _conversation())
+        assert again["sessions"] == 0 and again["sessions_existing"] == 8
+    finally:
+        for d in dbs:
+            await d.close()
+
+
+def test_stored_text_that_looks_like_markup_is_printed_as_is(tmp_path):
+    db = str(tmp_path / "m.db")
+    for text in ("closing tag [/bold] first", "a [red]red[/red] word and [link=http://x.example]link[/link]"):
+        assert _run("add", text, "--db", db).exit_code == 0
+    found = _run("find", "closing red word", "--db", db)
+    assert found.exit_code == 0, found.output
+    assert "[/bold]" in found.output and "[red]red[/red]" in found.output
+    made = _run("session", "create", "--session-id", "[/x]", "--db", db)
+    assert made.exit_code == 0 and "[/x]" in made.output
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "null", "[{}]", "{}", '"text"'])
+@pytest.mark.parametrize("kind", ["locomo", "longmemeval"])
+def test_a_malformed_data_file_is_one_error_line_and_creates_no_database(tmp_path, kind, content):
+    data = tmp_path / "bad.json"
+    data.write_text(content)
+    db = tmp_path / "new.db"
+    result = _run("import", kind, str(data), "--db", str(db))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and "Traceback" not in result.output
+    assert not db.exists()
+
+
+def test_non_utf8_and_truncated_files_are_errors(tmp_path):
+    raw = tmp_path / "latin1.json"
+    raw.write_bytes('[{"conversation": "caf\xe9"}]'.encode("latin-1"))
+    result = _run("import", "locomo", str(raw), "--db", str(tmp_path / "a.db"))
+    assert result.exit_code == 2 and "UnicodeDecodeError" in result.output
+    import lzma
+    xz = tmp_path / "cut.json.xz"
+    xz.write_bytes(lzma.compress(json.dumps([{"a": "b" * 5000}]).encode())[:60])
+    result = _run("import", "longmemeval", str(xz), "--db", str(tmp_path / "b.db"))
+    assert result.exit_code == 2 and result.output.startswith("error: cannot read")
+
+
+@pytest.mark.parametrize("args", [
+    ["import", "locomo", "x.json", "--limit", "-1"], ["import", "longmemeval", "x.json", "--limit", "0"],
+    ["demo", "--questions", "-1"], ["serve", "--port", "99999"], ["serve", "--log-level", "bogus"],
+    ["forget", "--decay", "--tau0-days", "inf"],
+])
+def test_out_of_range_options_are_usage_errors(tmp_path, args):
+    result = _run(*args, "--db", str(tmp_path / "o.db"))
+    assert result.exit_code == 2, result.output
+
+
+def test_an_export_to_a_directory_or_empty_path_fails_cleanly(tmp_path):
+    db = str(tmp_path / "e.db")
+    assert _run("add", "something to export", "--db", db).exit_code == 0
+    (tmp_path / "adir").mkdir()
+    for target in (str(tmp_path / "adir"), ""):
+        result = _run("export", target, "--db", db)
+        assert result.exit_code == 2 and result.output.startswith("error: the archive path must name a file")
+    assert not (tmp_path / "adir.partial").exists()
