@@ -23,6 +23,19 @@ __all__ = ["EmbedderSettings", "IngestSettings", "RetrievalSettings", "Settings"
 _MIB_MAX = 1 << 20  # 1 TiB in MiB (SQLite's own cap on mmap_size)
 
 
+def _one_line(exc: Any) -> str:
+    """A pydantic validation error as one line: ``field: message (got value)`` per error, joined by ``; ``."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return " ".join(str(exc).split())
+    parts = []
+    for e in errors():
+        where = ".".join(str(p) for p in e.get("loc", ())) or "value"
+        got = f" (got {e['input']!r})" if "input" in e and not isinstance(e["input"], dict) else ""
+        parts.append(f"{where}: {e.get('msg', 'invalid')}{got}")
+    return "; ".join(parts)
+
+
 class _CheckedAssignment:
     """Mixin for pydantic models with ``validate_assignment``: a rejected value raises :class:`ConfigError`
     (naming the class and field) instead of pydantic's error, and changes nothing."""
@@ -31,7 +44,7 @@ class _CheckedAssignment:
         try:
             super().__setattr__(name, value)
         except _PydanticError as exc:
-            raise ConfigError(f"invalid setting {type(self).__name__}.{name}: {exc}") from exc
+            raise ConfigError(f"invalid setting {type(self).__name__}.{name}: {_one_line(exc)}") from exc
 
 
 class _Section(_CheckedAssignment, BaseModel):
@@ -222,7 +235,7 @@ class Settings(_CheckedAssignment, BaseSettings):
         try:
             super().__init__(**values)
         except _PydanticError as exc:
-            raise ConfigError(f"invalid settings: {exc}") from exc
+            raise ConfigError(f"invalid settings: {_one_line(exc)}") from exc
 
     storage: StorageSettings = Field(default_factory=StorageSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
@@ -268,7 +281,7 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
             os.environ["AGENTBASE_CONFIG"] = os.fspath(config_file)
         return Settings(**overrides)
     except PydanticValidationError as exc:
-        raise ConfigError(f"invalid settings: {exc}") from exc
+        raise ConfigError(f"invalid settings: {_one_line(exc)}") from exc
     except SettingsError as exc:  # e.g. AGENTBASE_RETRIEVAL=x: an environment value that cannot be parsed
         raise ConfigError(f"invalid settings in the environment: {exc}") from exc
     finally:

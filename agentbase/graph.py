@@ -391,11 +391,11 @@ async def facts(ab: Any, entity: str, *, as_of: Any, predicate: str | None, dire
     """See :meth:`AgentBase.facts`."""
     if direction not in ("out", "in", "both"):
         raise ValidationError("direction must be 'out', 'in' or 'both'")
+    when = _as_of(as_of)  # a bad date is an error whether or not the entity exists
     db = await ab._open()
     eid = await _lookup(db, _clean_name(entity))
     if eid is None:
         return []
-    when = _as_of(as_of)
     side = {"out": "r.subject_id = ?", "in": "r.object_id = ?", "both": "(r.subject_id = ? OR r.object_id = ?)"}
     params: list[Any] = [eid] * (2 if direction == "both" else 1)
     sql = (f"{_REL_SELECT} WHERE {side[direction]} AND (r.valid_from IS NULL OR r.valid_from <= ?) "
@@ -424,11 +424,11 @@ async def neighbors(ab: Any, entity: str, *, depth: int, as_of: Any, include_exp
     """See :meth:`AgentBase.neighbors`."""
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
         raise ValidationError(f"depth must be an integer between 1 and {MAX_DEPTH}")
+    when = _as_of(as_of)
     center = await get_entity(ab, entity)
     if center is None:
         return None
     db = ab.db
-    when = _as_of(as_of)
     valid = "" if include_expired else \
         " AND (r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)"
     depths = {center.id: 0}

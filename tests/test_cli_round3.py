@@ -98,3 +98,17 @@ def test_an_export_to_a_directory_or_empty_path_fails_cleanly(tmp_path):
         result = _run("export", target, "--db", db)
         assert result.exit_code == 2 and result.output.startswith("error: the archive path must name a file")
     assert not (tmp_path / "adir.partial").exists()
+
+
+def test_a_bad_as_of_date_is_an_error_even_for_an_unknown_entity(tmp_path):
+    db = str(tmp_path / "g.db")
+    assert _run("add", "Ann lives in Paris", "--db", db).exit_code == 0
+    result = _run("graph", "facts", "nosuch", "--as-of", "banana", "--db", db)
+    assert result.exit_code == 2 and "cannot parse time 'banana'" in result.output
+
+
+def test_a_bad_setting_is_one_error_line(tmp_path):
+    result = CliRunner().invoke(app, ["add", "a note", "--db", str(tmp_path / "s.db")],
+                                env={**ENV, "AGENTBASE_RETRIEVAL__BOGUS": "1"})
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: invalid settings: retrieval.bogus: Extra inputs are not permitted (got '1')"
