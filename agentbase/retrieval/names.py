@@ -4,7 +4,7 @@ In a conversation between Caroline and Melanie, "Caroline" tags half of everythi
 keyword leg little (BM25 gives it a low IDF) but it dominates the query's embedding: short entries that also carry
 the name ("Caroline wants to help people") then match "What did Caroline research?" better than the turn that
 answers it. A name whose entity tag is on at least ``retrieval.vector_name_share`` of the entries the query may
-see is left out of the embedded text, as a very common term would be; the keyword leg and the entity boost still
+see (its owners' latest entries) is left out of the embedded text, as a very common term would be; the keyword leg and the entity boost still
 use it, so the person's own turns are still preferred. The share is estimated on the latest
 ``retrieval.vector_name_sample`` visible entries, so the cost does not grow with the file (one bounded read), and
 only a name on at least :data:`MIN_TAGGED` of them counts as common: in a handful of memories a share says
@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..ner import NON_TAG_LABELS, tag_for
 from ..ner.base import Entity
+from .filters import Filters
 
 __all__ = ["MIN_TAGGED", "vector_query_text"]
 
@@ -26,7 +27,7 @@ __all__ = ["MIN_TAGGED", "vector_query_text"]
 MIN_TAGGED = 20
 
 
-async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], where: str, params: list[Any], *,
+async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], filters: Filters, *,
                             share: float, sample: int) -> tuple[str, list[str]]:
     """The query text to embed and the names left out of it.
 
@@ -34,8 +35,9 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], whe
         db: the storage ``Database``.
         query: the normalised query; ``entities`` index it.
         entities: the query's entities (:class:`~agentbase.ner.base.Entity`, offsets into ``query``).
-        where: the query's filter as SQL over alias ``e`` (:meth:`~agentbase.retrieval.filters.Filters.where`).
-        params: its parameters.
+        filters: the query's filters; the sample is the latest entries of its owners and visibility only (an
+            indexed read of at most ``sample`` rows: a selective metadata or date filter is not applied, so it
+            cannot turn the sample into a scan of the file).
         share: the fraction (0..1] of sampled entries a name's tag must be on (and at least :data:`MIN_TAGGED`
             of them) to be left out; 0 turns this off.
         sample: how many of the latest visible entries the share is estimated on.
@@ -55,6 +57,10 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], whe
     if share <= 0 or not names:
         return query, []
     tags = list(names)
+    owners = Filters(user_id=filters.user_id, agent_id=filters.agent_id, project_id=filters.project_id,
+                     session_id=filters.session_id, visible_to=filters.visible_to, include_archived=True,
+                     exclude_superseded=False)
+    where, params = owners.where("e")
     counts = ", ".join("SUM(EXISTS(SELECT 1 FROM entry_tags t WHERE t.rid = s.rid AND t.tag = ? COLLATE NOCASE))"
                        for _ in tags)
     row = await db.fetchone(

@@ -156,7 +156,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         bm25 = dict(fts)
     query_ents = ab.query_extractor.extract(query)
     if use_vector:
-        vector_text, dropped_names = await vector_query_text(db, query, query_ents, where, params,
+        vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
                                                              sample=cfg.vector_name_sample)
         qvec = await asyncio.to_thread(ab.embedder.embed_query, vector_text)
