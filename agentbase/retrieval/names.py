@@ -4,11 +4,11 @@ In a conversation between Caroline and Melanie, "Caroline" tags half of everythi
 keyword leg little (BM25 gives it a low IDF) but it dominates the query's embedding: short entries that also carry
 the name ("Caroline wants to help people") then match "What did Caroline research?" better than the turn that
 answers it. A name whose entity tag is on at least ``retrieval.vector_name_share`` of the entries the query may
-see (its owners' latest entries) is left out of the embedded text, as a very common term would be; the keyword leg and the entity boost still
-use it, so the person's own turns are still preferred. The share is estimated on the latest
-``retrieval.vector_name_sample`` visible entries, so the cost does not grow with the file (one bounded read), and
-only a name on at least :data:`MIN_TAGGED` of them counts as common: in a handful of memories a share says
-nothing (and mem0's search, which the mem0 adapter mirrors, embeds the query as it is).
+see (its owners' latest entries) is left out of the embedded text, as a very common term would be; the keyword
+leg and the entity boost still use it, so the person's own turns are still preferred. The share is estimated on
+the latest ``retrieval.vector_name_sample`` entries of the query's owners, so the cost does not grow with the file
+(one bounded read), and only a name on at least :data:`MIN_TAGGED` of them counts as common: in a handful of
+memories a share says nothing (and mem0's search, which the mem0 adapter mirrors, embeds the query as it is).
 """
 
 from __future__ import annotations
