@@ -210,6 +210,7 @@ def test_no_fact_from_questions_requests_or_code(text: str):
     "Nah, I haven't.",
     "I've come so far since then.",
     "I'm creating a library for when I have kids.",
+    "I have news too!",
 ])
 def test_no_fact_from_relative_clauses_perfect_tenses_or_background(text: str):
     """LoCoMo turns gave facts such as "Caroline got made a huge difference" and "Caroline has not", which then
@@ -226,6 +227,8 @@ def test_no_fact_from_relative_clauses_perfect_tenses_or_background(text: str):
     ("Mel, I moved to Austin last month.", "Caroline moved to Austin last month"),
     ("Thanks Mel I went hiking yesterday.", "Caroline went hiking yesterday"),
     ("I have two cats and a dog.", "Caroline has two cats and a dog"),
+    ("By the way I'm vegetarian, so no meat for me.", "Caroline is vegetarian"),
+    ("In fact I moved to Austin in May.", "Caroline moved to Austin in May"),
 ])
 def test_main_clauses_after_time_words_names_or_commas_still_give_facts(text: str, fact_text: str):
     assert [f.text for f in extract_facts(text, subject="Caroline")] == [fact_text]

@@ -159,7 +159,7 @@ HAVE_BLOCK = frozenset(
     """question questions problem problems issue issues idea ideas doubt doubts concern concerns feeling
     suggestion suggestions request favor chance time trouble difficulty fun clarification thought thoughts
     opinion query queries error bug task homework assignment minute moment look point sense understanding
-    grasp handle""".split()
+    grasp handle news update updates""".split()
 )
 MILESTONES = frozenset(
     """graduated married retired started finished completed joined quit won adopted launched published bought
@@ -199,7 +199,8 @@ BEFORE_SUBJECT = frozenset("""and but so or nor then because cause since when wh
     honestly basically definitely probably maybe perhaps sometimes usually always never often literally
     seriously thankfully luckily unfortunately fortunately hopefully plus where that think know believe feel
     hope mean say said guess bet swear remember forgot realized realised noticed wish glad happy proud lucky
-    sure sorry thankful grateful excited relieved afraid amazed surprised thrilled stoked thanks lately""".split())
+    sure sorry thankful grateful excited relieved afraid amazed surprised thrilled stoked thanks lately way fact
+    course honest""".split())  # "By the way I'm vegetarian", "in fact I moved", "of course I", "to be honest I"
 REPORTING = frozenset(
     """mentioned said told asked wanted wondered thought realized noticed meant hoped needed figured forgot
     felt guessed tried supposed assumed expected heard""".split()

@@ -176,8 +176,8 @@ def _possession(h: _Hit) -> FactTuple | None:
     if verb == "got" and not re.match(r"(?:a|an|my|two|three|four|five|some|\d+|[A-Z])\b", raw):
         return None  # "I got home", "I got it"
     value = trim_value(raw)
-    if not value or head_noun(value) in R.HAVE_BLOCK:
-        return None
+    if not value or head_noun(value) in R.HAVE_BLOCK or value.split()[-1].lower() in R.HAVE_BLOCK:
+        return None  # "I have a question", "I have news" ("news" is no plural of "new")
     key = f"has:{head_noun(value)}" if verb in ("have", "have got", "own") and not h.when else None
     return (h.sentence(value), "possession", key, value, 0.8, h.when)
 
