@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import UsageError
-from .datasets import Conversation, SessionData, load_json, locomo_conversations, longmemeval_conversation
+from .datasets import (Conversation, SessionData, load_json, locomo_conversations, longmemeval_conversation,
+                       records)
 
 __all__ = ["SAMPLE", "run_demo", "sample_conversation"]
 
@@ -61,14 +62,12 @@ def sample_conversation() -> Conversation:
 def _load(data: Path | None) -> tuple[Conversation, str]:
     if data is None:
         return sample_conversation(), "sample conversation (built in)"
-    raw = load_json(data)
-    if not isinstance(raw, list) or not raw or not isinstance(raw[0], dict):
-        raw = []
-    if raw and "haystack_sessions" in raw[0]:
+    raw = records(load_json(data), "LongMemEval or LoCoMo")
+    if "haystack_sessions" in raw[0]:
         # the first question that has an answer in the haystack (ids ending in _abs are abstention questions)
         record = next((r for r in raw if not str(r.get("question_id", "")).endswith("_abs")), raw[0])
         return longmemeval_conversation(record), f"LongMemEval question {record['question_id']} from {data}"
-    if raw and "conversation" in raw[0]:
+    if "conversation" in raw[0]:
         return next(iter(locomo_conversations(raw))), f"LoCoMo conversation {raw[0].get('sample_id')} from {data}"
     from .errors import ConfigError
 
