@@ -66,7 +66,7 @@ _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "history.jsonl": ("SELECT id, entry_id, event, old_value, new_value, metadata, created_at FROM entry_history "
                       "ORDER BY seq", ("id", "entry_id", "event", "created_at")),
     "sessions.jsonl": ("SELECT id, user_id, agent_id, project_id, status, metadata, created_at, updated_at, "
-                       "committed_seq FROM sessions ORDER BY rowid", ("id", "created_at", "updated_at")),
+                       "committed_seq, enriched_seq FROM sessions ORDER BY rowid", ("id", "created_at", "updated_at")),
     "messages.jsonl": ("SELECT id, session_id, seq, role, content, name, tool_calls, tool_call_id, metadata, "
                        "created_at FROM messages ORDER BY session_id, seq",
                        ("id", "session_id", "seq", "role", "content", "created_at")),
@@ -378,12 +378,17 @@ async def _import_sessions(conn: Any, t: dict[str, list], stats: dict[str, int])
         if await (await conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s["id"],))).fetchone():
             stats["sessions_skipped"] += 1
             continue
+        row = {"user_id": None, "agent_id": None, "project_id": None, "status": "open", "metadata": "{}",
+               "committed_seq": 0, **s}
+        # An archive from before schema v7 has no enriched_seq: its commits were enriched inline.
+        row.setdefault("enriched_seq", row["committed_seq"])
         await conn.execute(
             "INSERT INTO sessions(id, user_id, agent_id, project_id, status, metadata, created_at, updated_at, "
-            "committed_seq) VALUES (:id, :user_id, :agent_id, :project_id, :status, :metadata, :created_at, "
-            ":updated_at, :committed_seq)",
-            {"user_id": None, "agent_id": None, "project_id": None, "status": "open", "metadata": "{}",
-             "committed_seq": 0, **s})
+            "committed_seq, enriched_seq) VALUES (:id, :user_id, :agent_id, :project_id, :status, :metadata, "
+            ":created_at, :updated_at, :committed_seq, :enriched_seq)", row)
+        seqs = (row["enriched_seq"], row["committed_seq"])
+        if all(isinstance(v, int) for v in seqs) and seqs[0] < seqs[1]:  # exported with its enrichment queued
+            await enqueue_job(conn, "enrich", row["id"], to_db_time(utcnow()))
         added.add(s["id"])
         stats["sessions_added"] += 1
     msgs = [{"name": None, "tool_calls": None, "tool_call_id": None, "metadata": "{}", **m}

@@ -112,6 +112,13 @@ class IngestSettings(_Section):
     # the turn (ner/vocative.py), so entity boosts for a question about Caroline prefer her own turns and turns
     # about her over turns addressed to her. Measured in docs/benchmarks.md (ablation: keep_vocatives).
     drop_vocatives: bool = True
+    # commit_session(wait=False) queues a session's enrichment (facts, entity tags, relations, summary) for a
+    # background worker, which waits until no commit or message has arrived for enrich_idle_s, so a burst of
+    # writes is acknowledged before enrichment shares the process's CPU with it; once it has waited
+    # enrich_max_wait_s it runs regardless until the queue is empty. flush() runs it at once. Measured in
+    # docs/benchmarks.md (perf).
+    enrich_idle_s: float = Field(default=0.25, ge=0, le=60, allow_inf_nan=False)
+    enrich_max_wait_s: float = Field(default=10.0, ge=0, le=3600, allow_inf_nan=False)
 
 
 class RetrievalSettings(_Section):

@@ -26,7 +26,7 @@ from .embeddings import create_embedder
 from .errors import ConfigError, DimensionMismatchError, StorageError, UsageError, ValidationError
 from .index.matrix import VectorMatrix
 from .index.vector import VEC_TABLE, create_vec_table
-from .ingest.worker import EmbeddingWorker, pending_embed_jobs
+from .ingest.worker import EmbeddingWorker, EnrichmentWorker, pending_jobs
 from .models import SearchResult, Trace, utcnow
 from .ner import create_extractor
 from .observability import TraceBuffer, load_trace
@@ -124,6 +124,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         self.regex_extractor: Any = None
         self.db: Database | None = None
         self.worker: EmbeddingWorker | None = None
+        self.enricher: EnrichmentWorker | None = None  # runs commit_session(wait=False)'s queued enrichment
+        self._last_write = 0.0  # engine loop time of the last session write (the enricher yields to these)
         self.matrix: VectorMatrix | None = None
         self.vector_error: DimensionMismatchError | None = None
         self._init_lock: asyncio.Lock | None = None
@@ -147,8 +149,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         still claimed back to the queue (due at once, no attempt counted) instead of leaving them claimed until
         their lease expires."""
         await self._drain_background()
-        if self.worker is not None and self.db is not None and self._pid == os.getpid():
-            await self.worker.abandon()
+        if self.db is not None and self._pid == os.getpid():
+            for worker in (self.enricher, self.worker):
+                if worker is not None:
+                    await worker.abandon()
 
     # ------------------------------------------------------------------ lifecycle
     @bridged
@@ -202,6 +206,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             self._pid = os.getpid()
             self.traces = TraceBuffer(db)
             flush_at_exit(self)
+            ingest = self.settings.ingest
+            self.enricher = EnrichmentWorker(db, self._enrich_job, idle_s=ingest.enrich_idle_s,
+                                             max_wait_s=ingest.enrich_max_wait_s, last_write=lambda: self._last_write)
+            self.enricher.start()
             if self.embedder is not None:
                 await self._check_dims()
                 cache_mb = self.settings.storage.vector_cache_mb
@@ -212,6 +220,21 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 self.worker.enabled = self.vector_error is None
                 self.worker.start()
         return self
+
+    async def _enrich_job(self, session_id: str) -> bool | None:
+        """The enrichment worker's handler; None once :meth:`close` has begun (the job goes back to the queue)."""
+        from .ingest.commit import enrich_session
+
+        if self._closed:
+            return None
+        try:
+            complete = await enrich_session(self, session_id)
+        except UsageError:
+            if self._closed:  # closed while it ran: nothing was written (one transaction)
+                return None
+            raise
+        self._notify()  # the new facts and summary have embedding jobs
+        return complete
 
     async def _check_dims(self) -> None:
         """Record the embedder's dimension on first use and create the vector table; flag a mismatch."""
@@ -240,11 +263,14 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         """Stop the worker and close the file (idempotent). Pending embedding jobs stay queued in the file."""
         self._closed = True
         if self._pid != os.getpid():  # opened by the parent of this forked process: its threads are not here
-            self.db = self.worker = None
+            self.db = self.worker = self.enricher = None
             return
         if self._finds:
             await asyncio.wait(list(self._finds), timeout=CLOSE_WAIT_S)
         await self._drain_background()
+        if self.enricher is not None:
+            await self.enricher.stop()
+            self.enricher = None
         if self.worker is not None:
             await self.worker.stop()
             self.worker = None
@@ -358,16 +384,18 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     # ------------------------------------------------------------------ maintenance
     @bridged
     async def flush(self, timeout: float | None = None) -> int:
-        """Wait until every queued embedding job is done or failed.
+        """Wait until every queued job is done or failed: session enrichment (``commit_session(wait=False)``) first,
+        then embeddings (which include the ones of the facts and summaries the enrichment wrote).
 
         Args:
-            timeout: seconds (a finite int or float >= 0); None waits as long as jobs make progress.
+            timeout: seconds (a finite int or float >= 0) for each kind of job; None waits as long as jobs make
+                progress.
 
         Returns:
-            Number of embedding jobs still pending: 0 unless the timeout expired, or no embedder can run them (none
-            configured, or the file's vectors have another dimension; they then wait for one that fits, at once),
-            or Python is shutting down (the main thread has ended: thread pools refuse new work; the jobs stay
-            queued for the next process).
+            Number of jobs still pending: 0 unless the timeout expired, or no embedder can run the embedding jobs
+            (none configured, or the file's vectors have another dimension; they then wait for one that fits, at
+            once), or Python is shutting down (the main thread has ended: thread pools refuse new work; the jobs
+            stay queued for the next process).
 
         Raises:
             ValidationError: a timeout that is not a finite number >= 0.
@@ -377,12 +405,21 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                                     or not math.isfinite(timeout) or timeout < 0):
             raise ValidationError(f"timeout must be None or a finite number of seconds >= 0, got {timeout!r}")
         await self._ensure()
-        if self.worker is None or not self.worker.enabled:
-            return await pending_embed_jobs(self.db)
+        left = 0
+        for kind, attr in (("enrich", "enricher"), ("embed", "worker")):
+            worker = getattr(self, attr)
+            if worker is None or not worker.enabled:
+                left += await pending_jobs(self.db, kind)
+            else:
+                left += await self._drain(attr, timeout)
+        return left
+
+    async def _drain(self, attr: str, timeout: float | None) -> int:
+        """Run the worker ``self.<attr>`` until its jobs are done (see :meth:`flush`); returns the pending count."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
-            worker = self.worker
+            worker = getattr(self, attr)
             if worker is None or self._closed:
                 raise UsageError("this AgentBase was closed while flush() was waiting")
             try:

@@ -354,10 +354,11 @@ def _register_session_tools(server: MCPServer, db: AgentBase, owner: _Owner) -> 
 
     @server.tool(annotations=_WRITE)
     @_guard
-    async def commit_session(session_id: str) -> CommitResult:
-        """Turn the session's new messages into memories (turns, facts, summary, entity tags); idempotent."""
+    async def commit_session(session_id: str, wait: bool = True) -> CommitResult:
+        """Turn the session's new messages into memories (turns, facts, summary, entity tags); idempotent.
+        wait=false returns once the turns are stored and searchable and queues the facts, tags and summary."""
         owner.check_session(await db.get_session(session_id), session_id)
-        return CommitResult(**await db.commit_session(session_id))
+        return CommitResult(**await db.commit_session(session_id, wait=wait))
 
 
 def _register_graph_tools(server: MCPServer, db: AgentBase, owner: _Owner) -> None:

@@ -121,6 +121,7 @@ class Session(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     committed_seq: int = 0
+    enriched_seq: int = 0  # messages up to this seq have facts, entity tags and summary (see commit_session)
 
 
 class Message(BaseModel):
@@ -238,3 +239,4 @@ class CommitResult(BaseModel):
     facts_hardened: int = 0
     facts_superseded: int = 0
     summary_id: str | None = None
+    enriched: bool = True  # False: facts, entity tags and summary were queued (commit_session(wait=False))

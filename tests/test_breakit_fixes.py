@@ -11,7 +11,7 @@ import pytest
 from agentbase import AgentBase, DimensionMismatchError, load_settings
 from agentbase.embeddings import HashEmbedder
 from agentbase.index.vector import knn
-from agentbase.sessions import _cut
+from agentbase.ingest.commit import _cut
 
 
 def _db(path: Path, dims: int = 64, cache_mb: int = 512) -> AgentBase:

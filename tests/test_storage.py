@@ -127,6 +127,7 @@ async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
     con = sqlite3.connect(db_path)
     con.execute("UPDATE entries SET fts_text = l2_full WHERE id = ?", (wide.id,))
     con.execute("DELETE FROM schema_version WHERE version >= 5")
+    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")  # added by version 7
     con.commit()
     con.close()
     ab = make_db(db_path)
@@ -171,6 +172,7 @@ async def test_upgrade_to_v6_rewrites_values_whose_rules_changed(db_path):
                 (tagged.id,))
     con.execute("UPDATE entries SET fts_text = l2_full WHERE id IN (?, ?, ?)", (ann.id, bob.id, tagged.id))
     con.execute("DELETE FROM schema_version WHERE version >= 6")
+    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")  # added by version 7
     con.commit()
     con.close()
     for _ in range(2):  # the second open changes nothing
@@ -200,6 +202,39 @@ async def test_upgrade_to_v6_rewrites_values_whose_rules_changed(db_path):
         assert (await ab.commit_session(s2.id))["facts_superseded"] == 1
         current = {e.l2_full for e in await ab.list(user_id="bob", category="profile")}
         assert current == {"Ann just moved to Austin", "Bob lives in Seattle"}
+    finally:
+        await ab.close()
+
+
+async def test_upgrade_to_v7_marks_earlier_commits_enriched(db_path):
+    """Before version 7 every commit wrote its facts inline: the upgrade records those sessions as enriched, so
+    no enrichment runs twice, and the next commit of the session extracts only its new messages' facts."""
+    ab = make_db(db_path)
+    s = await ab.create_session(user_id="u")
+    await ab.add_message(s.id, role="user", content="I live in Boston.")
+    await ab.commit_session(s.id)
+    await ab.close()
+    con = sqlite3.connect(db_path)
+    con.execute("DELETE FROM schema_version WHERE version >= 7")
+    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")
+    con.commit()
+    con.close()
+    for _ in range(2):  # the second open changes nothing
+        ab = make_db(db_path)
+        try:
+            got = await ab.get_session(s.id)
+            assert (got.committed_seq, got.enriched_seq) == (1, 1)
+        finally:
+            await ab.close()
+    ab = make_db(db_path)
+    try:
+        await ab.add_message(s.id, role="user", content="We just moved to Austin.")
+        out = await ab.commit_session(s.id, wait=False)
+        assert (out["turns"], out["facts_added"], out["enriched"]) == (1, 0, False)
+        assert await ab.flush() == 0
+        facts = await ab.list(user_id="u", category="profile", exclude_superseded=False)
+        assert sorted((e.l2_full, e.superseded_by is None) for e in facts) == [
+            ("User just moved to Austin", True), ("User lives in Boston", False)]
     finally:
         await ab.close()
 

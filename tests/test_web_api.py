@@ -66,8 +66,13 @@ def test_every_api_route(client):
     assert len(_ok(c.get("/api/v1/sessions/s1/messages"))["messages"]) == 2
     assert _ok(c.get("/api/v1/sessions/s1"))["session"]["id"] == "s1"
     assert [x["id"] for x in _ok(c.get("/api/v1/sessions", params={"user_id": "alice"}))["sessions"]] == ["s1"]
-    commit = _ok(c.post("/api/v1/sessions/s1/commit"))
-    assert commit["session_id"] == "s1" and commit["messages"] == 2
+    commit = _ok(c.post("/api/v1/sessions/s1/commit", params={"wait": "false"}))
+    assert commit["session_id"] == "s1" and commit["messages"] == 2 and commit["enriched"] is False
+    _ok(c.post("/api/v1/sessions/s1/messages", json={"role": "user", "content": "I prefer green tea"}), 201)
+    commit = _ok(c.post("/api/v1/sessions/s1/commit"))  # waits: the queued part first, then this message
+    assert commit["messages"] == 1 and commit["enriched"] is True and commit["facts_added"] == 1
+    facts = _ok(c.get("/api/v1/entries", params={"user_id": "alice", "category": "profile"}))["entries"]
+    assert [f["l2_full"] for f in facts] == ["User moved to Lisbon"]
     res = _ok(c.post("/api/v1/resources", json={"uri": "file:///tea.md", "content": "Brew at 80C. " * 10,
                                                 "title": "Tea"}), 201)
     assert res["entries"][0]["uri"] == "file:///tea.md"
@@ -82,7 +87,7 @@ def test_every_api_route(client):
     trace = _ok(c.get(f"/api/v1/traces/{found['trace_id']}"))
     assert trace["steps"][-1]["name"] == "final" and trace["steps"][-1]["details"]["why"][0]["id"] == e["id"]
     dbg = _ok(c.get("/api/v1/debug/sessions/s1"))
-    assert dbg["counts"]["messages"] == 2 and dbg["memories"]
+    assert dbg["counts"]["messages"] == 3 and dbg["memories"]
     graph = _ok(c.get("/api/v1/debug/graph", params={"entity": "Alice"}))
     assert graph["entity"] == "ner_Alice" and graph["entries"]
     diff = _ok(c.get("/api/v1/debug/diff", params={"a": e["id"], "b": sk["id"]}))

@@ -45,8 +45,10 @@ class EntriesAPI:
 
     # ------------------------------------------------------------------ entries
     def _notify(self) -> None:
-        if self.worker is not None:
-            self.worker.notify()
+        """Wake the embedding worker (new ``embed`` jobs) and the enrichment worker (new ``enrich`` jobs)."""
+        for worker in (self.worker, self.enricher):
+            if worker is not None:
+                worker.notify()
 
     def _tags_for(self, text: str, tags: list[str]) -> list[str]:
         ner = entity_tags(self.extractor.extract(text)) if self.extractor is not None else []

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
 from .. import sessions as _sessions
+from ..ingest import commit as _commit
 from .._loop import bridged
 from ..models import Message, Session
 from ..validation import check_bool
@@ -109,9 +111,12 @@ class SessionsAPI:
         Raises:
             NotFoundError: unknown session. ValidationError: bad role, content or fields.
         """
-        msgs = await _sessions.add_messages(self, session_id, [dict(
-            role=role, content=content, name=name, tool_calls=tool_calls, tool_call_id=tool_call_id,
-            metadata=metadata, created_at=created_at, id=message_id)])
+        try:
+            msgs = await _sessions.add_messages(self, session_id, [dict(
+                role=role, content=content, name=name, tool_calls=tool_calls, tool_call_id=tool_call_id,
+                metadata=metadata, created_at=created_at, id=message_id)])
+        finally:
+            self._wrote()
         return msgs[0]
 
     @bridged
@@ -125,7 +130,10 @@ class SessionsAPI:
         Raises:
             NotFoundError: unknown session. ValidationError: any bad message (none is written).
         """
-        return await _sessions.add_messages(self, session_id, messages)
+        try:
+            return await _sessions.add_messages(self, session_id, messages)
+        finally:
+            self._wrote()
 
     @bridged
     async def get_messages(self, session_id: str, *, limit: int | None = None, order: str = "asc",
@@ -188,23 +196,40 @@ class SessionsAPI:
         return await _sessions.clear_messages(self, session_id)
 
     @bridged
-    async def commit_session(self, session_id: str) -> dict[str, Any]:
+    async def commit_session(self, session_id: str, *, wait: bool = True) -> dict[str, Any]:
         """Turn the session's new messages into entries with zero LLM calls.
 
-        Writes, in one transaction: one entry per user/assistant turn, extracted facts (deduplicated and
-        hardened against the owner's existing facts; a changed value supersedes the old entry, and the value
-        stated last by message time wins, so a fact from a session committed late with older dates is stored
-        already superseded), a rule-based session summary, entity tags, and ``session_memory_links``.
-        Idempotent: messages already committed are
-        skipped, so a second commit with no new messages writes nothing.
+        Writes one entry per user/assistant turn (with its FTS row and its embedding job) and
+        ``session_memory_links``, then the enrichment: entity tags on those turns, extracted facts (deduplicated and
+        hardened against the owner's existing facts; a changed value supersedes the old entry, and the value stated
+        last by message time wins, so a fact from a session committed late with older dates is stored already
+        superseded), temporal graph relations and a rule-based session summary. Idempotent: messages already
+        committed are skipped, so a second commit with no new messages writes nothing.
+
+        Args:
+            session_id: the session.
+            wait: True (default) writes turns and enrichment in one transaction before returning. False returns
+                once the turns are committed (durable, keyword-searchable, embedding queued) and queues the
+                enrichment as a durable ``enrich`` job that the background worker runs next (``flush()`` waits for
+                it; a crash leaves it queued for the next process). Either way each message is enriched once,
+                in message order: a waiting commit first runs any enrichment still queued for the session.
 
         Returns:
             ``{"session_id", "messages", "turns", "facts_added", "facts_hardened", "facts_superseded",
-            "summary_id"}``.
+            "summary_id", "enriched"}``; with ``wait=False`` the fact counts are 0, ``summary_id`` is None and
+            ``enriched`` is False (True when nothing was left to enrich).
 
         Raises:
             NotFoundError: unknown session.
+            ValidationError: ``wait`` is not a bool.
         """
-        result = await _sessions.commit_session(self, session_id)
+        try:
+            result = await _commit.commit_session(self, session_id, wait=check_bool(wait, "wait"))
+        finally:
+            self._wrote()
         self._notify()
         return result
+
+    def _wrote(self) -> None:
+        """Note a session write: the background enrichment waits for a pause in these (``ingest.enrich_idle_s``)."""
+        self._last_write = asyncio.get_running_loop().time()

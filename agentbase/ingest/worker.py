@@ -1,11 +1,13 @@
-"""The durable embedding job queue worker.
+"""The durable job queue workers: ``embed`` jobs (vectors) and ``enrich`` jobs (a session's facts, entity tags,
+relations and summary after ``commit_session(wait=False)``).
 
 A write commits the entry, its FTS rows and an ``embed`` job in one transaction and returns; this worker then
 claims due jobs (with a lease, so a crashed process's jobs are picked up again), embeds the texts in a thread,
 and writes cache rows, ``embeddings`` rows and vec0 rows and marks the jobs done, again in one transaction.
 Failures retry with exponential backoff (``2 ** attempts`` seconds, capped at 300 s) and end as ``failed`` with the
 last error after ``max_attempts``; nothing is dropped. Identical text is embedded once per model: the
-``embedding_cache`` is keyed by ``(model_id, sha256(text))``.
+``embedding_cache`` is keyed by ``(model_id, sha256(text))``. :class:`JobWorker` holds what both kinds share
+(claiming with a lease, backoff, release on exit); each kind only says how to process a claimed batch.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import hashlib
 import logging
 from datetime import timedelta
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -26,7 +29,8 @@ from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
 from ..timeutil import to_db_time
 
-__all__ = ["EmbeddingWorker", "embed_text", "pending_embed_jobs"]
+__all__ = ["EmbeddingWorker", "EnrichmentWorker", "JobWorker", "embed_text", "pending_embed_jobs",
+           "pending_jobs"]
 
 log = logging.getLogger("agentbase.jobs")
 
@@ -46,50 +50,52 @@ def embed_text(name: str | None, description: str | None, l2_full: str, *, categ
     return "\n".join(p for p in (name, description, l2_full) if p)
 
 
-async def pending_embed_jobs(db: Any) -> int:
-    """Number of ``embed`` jobs in the file not yet done or failed (``pending`` or ``running``).
+async def pending_jobs(db: Any, kind: str) -> int:
+    """Number of jobs of ``kind`` (``"embed"`` or ``"enrich"``) in the file not yet done or failed (``pending`` or
+    ``running``).
 
     Raises:
         StorageError: the query failed.
     """
-    row = await db.fetchone("SELECT COUNT(*) FROM jobs WHERE kind = 'embed' AND status IN ('pending', 'running')")
+    row = await db.fetchone("SELECT COUNT(*) FROM jobs WHERE kind = ? AND status IN ('pending', 'running')", (kind,))
     return int(row[0])
+
+
+async def pending_embed_jobs(db: Any) -> int:
+    """Number of ``embed`` jobs not yet done or failed (see :func:`pending_jobs`)."""
+    return await pending_jobs(db, "embed")
 
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class EmbeddingWorker:
-    """Drains ``embed`` jobs for one database and embedder.
+class JobWorker:
+    """Drains one kind of job for one database on the engine loop; subclasses implement :meth:`_process`.
 
     Args:
         db: an open :class:`~agentbase.storage.Database`.
-        embedder: the configured embedder (``model_id``, ``dims``, ``embed_documents``).
+        kind: the ``jobs.kind`` it claims.
         batch_size: jobs claimed per batch.
-        max_chars: texts longer than this are chunked and their vectors averaged.
     """
 
-    def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
-                 turn_context: bool = True):
+    def __init__(self, db: Any, kind: str, *, batch_size: int):
         self.db = db
-        self.turn_context = turn_context
-        self.embedder = embedder
+        self.kind = kind
         self.batch_size = batch_size
-        self.max_chars = max_chars
         self.enabled = True
         self._stopping = False
         self._wake = asyncio.Event()
+        self._stop_event = asyncio.Event()  # set by stop() and abandon(): ends waits in _before_batch at once
         self._task: asyncio.Task | None = None
-        self.embedded = 0
-        self.cache_hits = 0
         self._claimed: list[int] = []  # job ids of the batch in flight
-        self.exiting = False  # Python is shutting down: no embedding can start in this process any more
+        self.exiting = False  # Python is shutting down: no job can start in this process any more
 
     def start(self) -> None:
         """Start the background drain task on the current (engine) loop."""
         if self._task is None:
             self._stopping = False
+            self._stop_event.clear()
             self._task = asyncio.get_running_loop().create_task(self._loop())
 
     def notify(self) -> None:
@@ -107,6 +113,7 @@ class EmbeddingWorker:
         if task is None:
             return
         self._stopping = True
+        self._stop_event.set()
         self._wake.set()
         try:
             await asyncio.wait_for(asyncio.shield(task), timeout=STOP_WAIT_S)
@@ -127,6 +134,7 @@ class EmbeddingWorker:
             StorageError: the update failed.
         """
         self._stopping = self.exiting = True
+        self._stop_event.set()
         return await self.release()
 
     async def release(self, job_ids: list[int] | None = None) -> int:
@@ -153,23 +161,31 @@ class EmbeddingWorker:
                 f"AND id IN ({','.join('?' * len(ids))})", [now, now, *ids])
             return cur.rowcount
 
+    async def _before_batch(self) -> None:
+        """Hook run by the background task before each batch (not by ``flush()``): wait while it should yield."""
+
+    def _queue_empty(self) -> None:
+        """Hook run by the background task when a batch found nothing due."""
+
     async def _loop(self) -> None:
         while not self._stopping:
             try:
+                await self._before_batch()
                 done = await self.run_once()
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - the worker must survive; the error is on the job rows
-                log.exception("embedding batch failed")
+                log.exception("%s batch failed", self.kind)
                 done = 0
             if done == 0 and not self._stopping:
+                self._queue_empty()
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=1.0)
 
     async def pending(self) -> int:
-        """Number of embed jobs not yet done or failed."""
-        return await pending_embed_jobs(self.db)
+        """Number of this worker's kind of jobs not yet done or failed."""
+        return await pending_jobs(self.db, self.kind)
 
     async def run_once(self) -> int:
         """Claim and process one batch of due jobs.
@@ -184,9 +200,9 @@ class EmbeddingWorker:
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "UPDATE jobs SET status = 'running', next_run_at = ?, updated_at = ? WHERE id IN ("
-                " SELECT id FROM jobs WHERE kind = 'embed' AND status IN ('pending', 'running')"
+                " SELECT id FROM jobs WHERE kind = ? AND status IN ('pending', 'running')"
                 " AND next_run_at <= ? ORDER BY id LIMIT ?) RETURNING id, target, attempts",
-                (lease, to_db_time(now), to_db_time(now), self.batch_size),
+                (lease, to_db_time(now), self.kind, to_db_time(now), self.batch_size),
             )
             claimed = list(await cur.fetchall())
         if not claimed:
@@ -196,6 +212,45 @@ class EmbeddingWorker:
             return await self._process(claimed)
         finally:
             self._claimed = []
+
+    async def _process(self, claimed: list[tuple]) -> int:
+        """Process a claimed batch of ``(job id, target, attempts)``; return how many jobs it handled."""
+        raise NotImplementedError
+
+    async def _fail(self, claimed: list[tuple], exc: Exception) -> None:
+        now = utcnow()
+        log.warning("%s failed for %d jobs: %s", self.kind, len(claimed), exc)
+        async with self.db.transaction() as conn:
+            for job_id, _target, attempts in claimed:
+                attempts += 1
+                status = "failed" if attempts >= MAX_ATTEMPTS else "pending"
+                delay = min(2 ** attempts, MAX_BACKOFF_S)
+                await conn.execute(
+                    "UPDATE jobs SET status = ?, attempts = ?, next_run_at = ?, last_error = ?, updated_at = ? "
+                    "WHERE id = ?",
+                    (status, attempts, to_db_time(now + timedelta(seconds=delay)), f"{type(exc).__name__}: {exc}"[:2000],
+                     to_db_time(now), job_id))
+
+
+class EmbeddingWorker(JobWorker):
+    """Drains ``embed`` jobs for one database and embedder.
+
+    Args:
+        db: an open :class:`~agentbase.storage.Database`.
+        embedder: the configured embedder (``model_id``, ``dims``, ``embed_documents``).
+        batch_size: jobs claimed per batch.
+        max_chars: texts longer than this are chunked and their vectors averaged.
+        turn_context: embed a turn with the turn it replies to (``ingest.turn_context_embed``).
+    """
+
+    def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
+                 turn_context: bool = True):
+        super().__init__(db, "embed", batch_size=batch_size)
+        self.turn_context = turn_context
+        self.embedder = embedder
+        self.max_chars = max_chars
+        self.embedded = 0
+        self.cache_hits = 0
 
     async def _process(self, claimed: list[tuple]) -> int:
         ids = [c[1] for c in claimed]
@@ -272,16 +327,69 @@ class EmbeddingWorker:
             self.embedded += len(missing)
         return found
 
-    async def _fail(self, claimed: list[tuple], exc: Exception) -> None:
-        now = utcnow()
-        log.warning("embedding failed for %d jobs: %s", len(claimed), exc)
-        async with self.db.transaction() as conn:
-            for job_id, _target, attempts in claimed:
-                attempts += 1
-                status = "failed" if attempts >= MAX_ATTEMPTS else "pending"
-                delay = min(2 ** attempts, MAX_BACKOFF_S)
+
+class EnrichmentWorker(JobWorker):
+    """Drains ``enrich`` jobs: each names a session whose committed turns still need facts, entity tags,
+    relations and a summary (see :mod:`agentbase.ingest.commit`).
+
+    Args:
+        db: an open :class:`~agentbase.storage.Database`.
+        enrich: ``async (session_id) -> bool | None``; True when the session is fully enriched, False when another
+            commit landed meanwhile (the job then runs again at once), None when the engine is closing (the
+            batch's jobs go back to the queue, no attempt counted).
+        batch_size: jobs claimed per batch (each is one session, in its own transaction).
+        idle_s: the background task runs a batch only after no foreground write for this many seconds
+            (``ingest.enrich_idle_s``); ``flush()`` does not wait.
+        max_wait_s: ... or once it has waited this long since it last found the queue empty
+            (``ingest.enrich_max_wait_s``).
+        last_write: the event loop time (``loop.time()``, seconds) of the last foreground write.
+    """
+
+    def __init__(self, db: Any, enrich: Callable[[str], Awaitable[bool | None]], *, batch_size: int = 8,
+                 idle_s: float = 0.0, max_wait_s: float = 10.0, last_write: Callable[[], float] = lambda: 0.0):
+        super().__init__(db, "enrich", batch_size=batch_size)
+        self._enrich = enrich
+        self.idle_s = idle_s
+        self.max_wait_s = max_wait_s
+        self._last_write = last_write
+        self._waiting_since: float | None = None
+
+    async def _before_batch(self) -> None:
+        """Wait until no foreground write for ``idle_s`` seconds, or until ``max_wait_s`` have passed since the
+        worker last found the queue empty (then it runs regardless, so a steady stream of writes cannot starve
+        the queue)."""
+        loop = asyncio.get_running_loop()
+        if self._waiting_since is None:
+            self._waiting_since = loop.time()
+        while not self._stopping:
+            quiet = loop.time() - self._last_write()
+            if quiet >= self.idle_s or loop.time() - self._waiting_since >= self.max_wait_s:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_event.wait(), timeout=self.idle_s - quiet)
+
+    def _queue_empty(self) -> None:
+        self._waiting_since = None
+
+    async def _process(self, claimed: list[tuple]) -> int:
+        for n, job in enumerate(claimed):
+            job_id, session_id, _attempts = job
+            try:
+                complete = await self._enrich(session_id)
+            except Exception as exc:  # noqa: BLE001 - recorded on the job row
+                if interpreter_exiting(exc):
+                    await self.abandon()
+                    return n
+                await self._fail([job], exc)
+                continue
+            if complete is None:  # the engine is closing: hand this job and the rest back
+                await self.release([j[0] for j in claimed[n:]])
+                return n
+            stamp = to_db_time(utcnow())
+            async with self.db.transaction() as conn:
+                # A commit that re-queued this session while it ran set the row back to 'pending': leave it so.
                 await conn.execute(
-                    "UPDATE jobs SET status = ?, attempts = ?, next_run_at = ?, last_error = ?, updated_at = ? "
-                    "WHERE id = ?",
-                    (status, attempts, to_db_time(now + timedelta(seconds=delay)), f"{type(exc).__name__}: {exc}"[:2000],
-                     to_db_time(now), job_id))
+                    "UPDATE jobs SET status = ?, next_run_at = ?, updated_at = ?, last_error = NULL "
+                    "WHERE id = ? AND status = 'running'",
+                    ("done" if complete else "pending", stamp, stamp, job_id))
+        return len(claimed)

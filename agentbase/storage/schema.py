@@ -290,5 +290,12 @@ UPDATE entries SET fts_text = agentbase_fts_source(name, description, l2_full, t
 WHERE fts_text IS NOT agentbase_fts_source(name, description, l2_full, tags);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
+# v7: sessions.enriched_seq, the last message whose facts, entity tags, relations and summary are written
+# (``commit_session(wait=False)`` queues that part as an ``enrich`` job); every earlier commit did it inline.
+_V7 = """
+ALTER TABLE sessions ADD COLUMN enriched_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET enriched_seq = committed_seq;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 SCHEMA_VERSION = len(MIGRATIONS)

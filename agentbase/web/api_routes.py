@@ -466,11 +466,13 @@ async def get_messages(request: Request, session_id: str, user_id: str | None = 
 
 
 @router.post("/sessions/{session_id}/commit", response_model=CommitResult, summary="commit_session")
-async def commit_session(request: Request, session_id: str, user_id: str | None = None) -> CommitResult:
+async def commit_session(request: Request, session_id: str, user_id: str | None = None,
+                         wait: bool = True) -> CommitResult:
     """Turn the session's new messages into memories (zero LLM calls; idempotent).
 
     Args:
         session_id: the session. user_id: owner scope (query), as for every route.
+        wait: query flag; false returns once the turns are stored and queues facts, tags and summary.
 
     Returns:
         ``CommitResult``.
@@ -479,4 +481,4 @@ async def commit_session(request: Request, session_id: str, user_id: str | None 
         NotFoundError: unknown or another owner's session (404).
     """
     await _session(request, session_id, owner_of(request, user_id))
-    return CommitResult(**await _db(request).commit_session(session_id))
+    return CommitResult(**await _db(request).commit_session(session_id, wait=wait))

@@ -1,0 +1,371 @@
+"""Zero-LLM session commit: a session's new messages become turn entries, then facts, relations and a summary.
+
+A commit has two parts:
+
+1. **Turns** (always inside the call): one entry per user/assistant turn, with its FTS row, its speaker's tag and
+   its embedding job, ``session_memory_links`` rows, and ``sessions.committed_seq`` moved to the last message.
+2. **Enrichment**: entity tags on the turns (NER), extracted facts (dedup, hardening, supersession), temporal
+   graph relations and the session summary; ``sessions.enriched_seq`` follows ``committed_seq``.
+
+``commit_session(wait=True)`` (the default) does both in one transaction. ``wait=False`` commits the turns and
+queues an ``enrich`` job for the session in the same transaction, so the call returns once the turns are durable
+and keyword-searchable; the :class:`~agentbase.ingest.worker.EnrichmentWorker` does the rest, and
+``AgentBase.flush()`` waits for it. Either way each message is enriched exactly once, in message order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import unicodedata
+from typing import Any
+
+from ..errors import NotFoundError, StorageError
+from ..models import ContextType, Message, Scope, Session, utcnow
+from ..ner import TAG_PREFIX, entity_tags, tag_for
+from ..ner.base import mention_pattern
+from ..ner.vocative import drop_vocatives
+from ..storage.entries import (ENTRY_COLUMNS, entry_columns, enqueue_job, insert_entries, insert_entry,
+                               record_history, row_to_entry, update_entry_row)
+from ..timeutil import from_db_time, to_db_time
+from .dedup import content_hash, harden_confidence
+from .facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
+from .summary import summarize_session
+from .tiers import l0_abstract, l1_overview
+
+__all__ = ["TURN_ROLES", "commit_session", "enrich_session"]
+
+TURN_ROLES = ("user", "assistant")
+ENRICH_JOB = "enrich"  # jobs.kind of a queued session enrichment; jobs.target is the session id
+
+
+class _CommitRaced(Exception):
+    """Another commit of the same session landed between reading the new messages and writing them."""
+
+
+async def commit_session(ab: Any, session_id: str, *, wait: bool = True) -> dict[str, Any]:
+    """See :meth:`AgentBase.commit_session`. Concurrent commits of one session (tasks, threads or processes)
+    store each message once: the one that loses the race re-reads what is still new and commits only that."""
+    from ..sessions import get_session
+
+    for _attempt in range(20):
+        try:
+            if wait:  # earlier commits' queued enrichment first, so facts are applied in message order
+                session = await get_session(ab, session_id)
+                if session is not None and session.enriched_seq < session.committed_seq:
+                    await enrich_session(ab, session_id)
+            return await _commit_once(ab, session_id, enrich=wait)
+        except _CommitRaced:
+            continue
+    raise StorageError(f"session {session_id!r} kept changing during commit; try again")
+
+
+def _empty_result(session_id: str, messages: int, enriched: bool) -> dict[str, Any]:
+    return {"session_id": session_id, "messages": messages, "turns": 0, "facts_added": 0, "facts_hardened": 0,
+            "facts_superseded": 0, "summary_id": None, "enriched": enriched}
+
+
+async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, Any]:
+    from ..sessions import get_messages, get_session
+
+    db = await ab._open()
+    session = await get_session(ab, session_id)
+    if session is None:
+        raise NotFoundError(f"session {session_id!r} not found")
+    new = await get_messages(ab, session_id, limit=None, order="asc", after_seq=session.committed_seq,
+                             before_seq=None)
+    result = _empty_result(session_id, len(new), session.enriched_seq >= session.committed_seq)
+    if not new:
+        return result
+    result["enriched"] = enrich
+    owners = _owners(session)
+    turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
+    entity_lists = await _turn_entities(ab, session_id, turns) if enrich else [[] for _ in turns]
+    contexts = await _reply_contexts(ab, session_id, turns)
+    embed_roles = set(ab.settings.ingest.embed_roles)
+    now = utcnow()
+    turn_tags = [_turn_tags(msg, ents) for msg, ents in zip(turns, entity_lists)]
+    turn_entries = []
+    for msg, tags, context in zip(turns, turn_tags, contexts):
+        turn_entries.append(ab._build_entry(
+            msg.content, category="turn", tags=tags, metadata={"role": msg.role, "speaker": msg.name,
+                                                               "message_id": msg.id, "message_seq": msg.seq},
+            scope=Scope.SESSION, owners={**owners, "session_id": session_id}, confidence=1.0, importance=0.3,
+            event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
+            extra={k: v for k, v in (("name", msg.name), ("description", context)) if v}, extract_entities=False))
+    links: list[tuple[str, str, str, int | None]] = [(session_id, e.id, "turn", m.seq)
+                                                      for m, e in zip(turns, turn_entries)]
+    async with db.transaction() as conn:
+        row = await (await conn.execute("SELECT committed_seq, enriched_seq FROM sessions WHERE id = ?",
+                                        (session_id,))).fetchone()
+        if row is None or row[0] != session.committed_seq or (enrich and row[1] != session.committed_seq):
+            raise _CommitRaced
+        await insert_entries(conn, turn_entries, embed=[m.role in embed_roles for m in turns])
+        result["turns"] = len(turn_entries)
+        if enrich:
+            await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now)
+        await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
+                               "VALUES (?, ?, ?, ?)", links)
+        last = new[-1].seq
+        await conn.execute("UPDATE sessions SET committed_seq = ?, enriched_seq = ?, status = 'committed', "
+                           "updated_at = ? WHERE id = ?",
+                           (last, last if enrich else session.enriched_seq, to_db_time(now), session_id))
+        if not enrich:
+            await enqueue_job(conn, ENRICH_JOB, session_id, to_db_time(now))
+    return result
+
+
+async def enrich_session(ab: Any, session_id: str) -> bool:
+    """Enrich a session's committed but not yet enriched turns (the queued part of ``commit_session(wait=False)``):
+    entity tags on their turn entries, facts, graph relations and the summary, in one transaction.
+
+    Args:
+        ab: the engine.
+        session_id: the session; an unknown (deleted) one is nothing to do.
+
+    Returns:
+        True when the session is fully enriched afterwards; False when another commit or enrichment of it landed
+        meanwhile (its job stays queued and runs again).
+
+    Raises:
+        StorageError: the write failed (the job records it and retries).
+    """
+    from ..sessions import get_messages, get_session
+
+    db = await ab._open()
+    session = await get_session(ab, session_id)
+    if session is None or session.enriched_seq >= session.committed_seq:
+        return True
+    lo, hi = session.enriched_seq, session.committed_seq
+    msgs = await get_messages(ab, session_id, limit=None, order="asc", after_seq=lo, before_seq=hi + 1)
+    turns = [m for m in msgs if m.role in TURN_ROLES and m.content.strip()]
+    entity_lists = await _turn_entities(ab, session_id, turns)
+    turn_tags = [_turn_tags(msg, ents) for msg, ents in zip(turns, entity_lists)]
+    result = _empty_result(session_id, len(msgs), True)
+    now = utcnow()
+    async with db.transaction() as conn:
+        row = await (await conn.execute("SELECT enriched_seq, committed_seq FROM sessions WHERE id = ?",
+                                        (session_id,))).fetchone()
+        if row is None or row[0] != lo:
+            return row is None
+        entries = {r[0]: r[1:] for r in await (await conn.execute(
+            f"SELECT l.message_seq, {entry_columns('e')} FROM session_memory_links l JOIN entries e "
+            f"ON e.id = l.entry_id WHERE l.session_id = ? AND l.kind = 'turn' AND l.message_seq > ? "
+            f"AND l.message_seq <= ?", (session_id, lo, hi))).fetchall()}
+        links: list[tuple[str, str, str, int | None]] = []
+        for i, msg in enumerate(turns):
+            found = entries.get(msg.seq)
+            if found is None:  # the turn entry was deleted meanwhile: nothing to tag
+                continue
+            old = row_to_entry(found)
+            links.append((session_id, old.id, "turn", msg.seq))
+            tags = list(dict.fromkeys([*old.tags, *turn_tags[i]]))
+            turn_tags[i] = tags
+            if tags != old.tags:
+                await update_entry_row(conn, found[0], old, old.model_copy(update={"tags": tags}),
+                                       engine=db.vector_engine)
+        await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now)
+        await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
+                               "VALUES (?, ?, ?, ?)", [link for link in links if link[2] != "turn"])
+        await conn.execute("UPDATE sessions SET enriched_seq = ? WHERE id = ?", (hi, session_id))
+        return row[1] <= hi
+
+
+def _owners(session: Session) -> dict[str, Any]:
+    return {"user_id": session.user_id, "agent_id": session.agent_id, "project_id": session.project_id}
+
+
+def _turn_tags(msg: Message, ents: list[Any]) -> list[str]:
+    """A turn's tags: its speaker's name first (when named), then its entities. "When did Caroline ..." is about
+    what Caroline said, not about turns where someone else addresses her; the name also joins the keyword and
+    vector text (the entry's ``name`` field, which for turns holds the speaker)."""
+    tags = entity_tags(ents)
+    return list(dict.fromkeys([tag_for(msg.name), *tags])) if msg.name else tags
+
+
+async def _enrich(ab: Any, conn: Any, session: Session, turns: list[Message], entity_lists: list[list[Any]],
+                  turn_tags: list[list[str]], links: list[tuple[str, str, str, int | None]], result: dict[str, Any],
+                  now: Any) -> None:
+    """Facts, graph relations and the summary for ``turns`` (their turn entries are in ``links``), inside the
+    caller's transaction; counters go to ``result`` and new link rows to ``links``."""
+    from ..graph import ingest_session_relations  # temporal graph relations from the committed turns
+
+    owners = _owners(session)
+    for msg, tags in zip(turns, turn_tags):
+        if msg.role == "user":
+            for fact in extract_facts(msg.content, subject=msg.name or "User"):
+                counts, eid = await _store_fact(ab, conn, fact, owners, session.id, msg, tags, now)
+                for key, n in counts.items():
+                    result[key] += n
+                links.append((session.id, eid, "fact", msg.seq))
+    await ingest_session_relations(ab, conn, session, turns, entity_lists, links)
+    summary_id = await _store_summary(ab, conn, session, owners)
+    if summary_id:
+        links.append((session.id, summary_id, "summary", None))
+        result["summary_id"] = summary_id
+
+
+async def _reply_contexts(ab: Any, session_id: str, turns: list[Message]) -> list[str | None]:
+    """For each turn, the turn before it in the session (``"Speaker: text"`` cut to ``ingest.turn_context_chars``).
+
+    The same whether the session is committed at once or in steps: the first new turn looks back past tool and
+    system messages and empty turns to the last earlier turn with content.
+    """
+    limit = ab.settings.ingest.turn_context_chars
+    if not limit or not turns:
+        return [None] * len(turns)
+    db = await ab._open()
+    roles = sorted(TURN_ROLES)
+    row = await db.fetchone(
+        f"SELECT role, content, name FROM messages WHERE session_id = ? AND seq < ? AND role IN "
+        f"({','.join('?' * len(roles))}) AND TRIM(content) != '' ORDER BY seq DESC LIMIT 1",
+        [session_id, turns[0].seq, *roles])
+    prev: tuple[str, str, str | None] | None = (row[0], row[1], row[2]) if row else None
+    out: list[str | None] = []
+    for msg in turns:
+        out.append(None if prev is None else f"{prev[2] or prev[0]}: {_cut(' '.join(prev[1].split()), limit)}")
+        prev = (msg.role, msg.content, msg.name)
+    return out
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: at the last space in the final fifth, else hard."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit * 4 // 5 else head) + " ..."
+
+
+async def _turn_entities(ab: Any, session_id: str, turns: list[Message]) -> list[list[Any]]:
+    """Entities of each turn: the configured extractor for roles in ``ingest.ner_roles``, regex for the rest.
+    Participants' names used vocatively ("Thanks, Caroline!" addresses Caroline; it is not about her) are
+    dropped when ``ingest.drop_vocatives`` is on."""
+    limit = ab.settings.ingest.ner_max_chars
+    ner_roles = set(ab.settings.ingest.ner_roles)
+    main = [i for i, m in enumerate(turns) if m.role in ner_roles or ab.extractor.name == "regex"]
+    out: list[list[Any]] = [[] for _ in turns]
+    if main:
+        texts = [turns[i].content[:limit] for i in main]
+        # spaCy costs milliseconds per message: run it off the engine loop so other calls keep flowing.
+        found = ab.extractor.extract_many(texts) if ab.extractor.name == "regex" else \
+            await asyncio.to_thread(ab.extractor.extract_many, texts)
+        for i, ents in zip(main, found):
+            out[i] = ents
+    chosen = set(main)
+    rest = [i for i in range(len(turns)) if i not in chosen]
+    if rest:
+        for i, ents in zip(rest, ab.regex_extractor.extract_many([turns[i].content[:limit] for i in rest])):
+            out[i] = ents
+    if turns and ab.settings.ingest.drop_vocatives:
+        db = await ab._open()
+        participants = [r[0] for r in await db.fetchall(
+            "SELECT DISTINCT name FROM messages WHERE session_id = ? AND name IS NOT NULL", (session_id,))]
+        if participants:
+            out = [drop_vocatives(m.content, ents, participants) for m, ents in zip(turns, out)]
+    return out
+
+
+async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], session_id: str, msg: Message,
+                      tags: list[str], now: Any) -> tuple[str, str]:
+    """Insert, harden or supersede one extracted fact. Returns (counter increments, entry id)."""
+    owner_sql = " AND ".join(f"{k} IS ?" for k in owners)
+    owner_params = list(owners.values())
+    text_hash = content_hash(fact.text)
+    row = await (await conn.execute(
+        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND category = ? AND status = 'active' "
+        f"AND superseded_by IS NULL AND {owner_sql} LIMIT 1", [text_hash, fact.category, *owner_params])).fetchone()
+    if row is not None:
+        old = row_to_entry(row)
+        hardened = old.model_copy(update={"confidence": harden_confidence(old.confidence,
+                                                                          ab.settings.ingest.confidence_step),
+                                          "updated_at": now})
+        await update_entry_row(conn, row[0], old, hardened, engine=ab.db.vector_engine)
+        return {"facts_hardened": 1}, old.id
+    meta = {"source": "session", "message_id": msg.id, "fact_key": fact.subject_key, "value": fact.value}
+    resolved = resolve_time(fact, msg.created_at)  # "last month" said on 15 Nov 2026: October 2026
+    if resolved:
+        meta["when"] = resolved
+    entry = ab._build_entry(
+        fact.text, category=fact.category, tags=tags, metadata=meta,
+        scope=Scope.GLOBAL, owners={**owners, "session_id": session_id}, confidence=float(fact.confidence),
+        importance=0.6, event_time=msg.created_at, context_type=ContextType.MEMORY, entry_id=None,
+        extra={"description": KEY_DESCRIPTIONS[fact.subject_key]} if fact.subject_key in KEY_DESCRIPTIONS else {},
+        extract_entities=False)
+    counts = {"facts_added": 1, "facts_superseded": 0}
+    # A named speaker's facts are theirs: in a chat between two people, Ann's "I live in Boston" must not replace
+    # Bob's "I live in Seattle", so the supersession key carries the speaker's name.
+    fact_key = f"{msg.name.casefold()}|{fact.subject_key}" if fact.subject_key and msg.name else fact.subject_key
+    if fact_key:
+        # The value stated last in time wins, whatever the commit order: a session imported late with an older
+        # date ("I live in Boston", 2020, after "We moved to Austin", 2024) is stored already superseded.
+        when = to_db_time(msg.created_at)
+        prev = await (await conn.execute(
+            f"SELECT rid, id, l2_full, COALESCE(event_time, created_at) AS t FROM entries WHERE fact_key = ? "
+            f"AND status = 'active' AND superseded_by IS NULL AND {owner_sql} ORDER BY t DESC",
+            [fact_key, *owner_params])).fetchall()
+        newer = [row for row in prev if row[3] > when]
+        if newer:
+            entry = entry.model_copy(update={"superseded_by": newer[-1][1]})  # the next value in time
+            counts["facts_superseded"] += 1
+        for rid, old_id, old_text, _t in prev[len(newer):]:
+            await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE rid = ?",
+                               (entry.id, to_db_time(now), rid))
+            await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
+                                 {"superseded_by": entry.id})
+            counts["facts_superseded"] += 1
+    await insert_entry(conn, entry, fact_key=fact_key)
+    return counts, entry.id
+
+
+def _summary_tags(text: str, turn_tags: list[str], old_tags: list[str]) -> list[str]:
+    """A session summary's tags: the ones a user gave it (not ``ner_``) kept, plus the entity tags of the session's
+    turns whose name the summary mentions (whole words, case as written, after NFKC normalisation like
+    :func:`~agentbase.ner.tag_for`). The summary is built from the turns' own sentences, so a second extractor
+    pass over it would find the same names (with spaCy it was a fifth of a commit's time), plus noise such as the
+    "Topics" and "User asked" headings. Taking the names from every turn of the session, not only the ones just
+    committed, makes the tags the same however the session was committed.
+    """
+    norm = unicodedata.normalize("NFKC", text)
+    tags: dict[str, str] = {}  # case-folded -> first spelling
+    for tag in old_tags:
+        if not tag.startswith(TAG_PREFIX):
+            tags.setdefault(tag.casefold(), tag)
+    for tag in turn_tags:
+        if not tag.startswith(TAG_PREFIX) or tag.casefold() in tags:
+            continue
+        name = tag[len(TAG_PREFIX):]
+        if any(mention_pattern(form).search(norm) for form in dict.fromkeys((name.replace("_", " "), name))):
+            tags[tag.casefold()] = tag
+    return list(tags.values())
+
+
+async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any]) -> str | None:
+    rows = await (await conn.execute("SELECT role, content, name FROM messages WHERE session_id = ? ORDER BY seq",
+                                     (session.id,))).fetchall()
+    text = summarize_session([(r[0], r[1], r[2]) for r in rows if r[0] in TURN_ROLES])
+    if not text.strip():
+        return None
+    tag_rows = await (await conn.execute("SELECT tags FROM entries WHERE session_id = ? AND category = 'turn' "
+                                         "ORDER BY rid", (session.id,))).fetchall()
+    turn_tags = list(dict.fromkeys(t for (raw,) in tag_rows for t in json.loads(raw)))
+    existing = await (await conn.execute(
+        f"SELECT {entry_columns('e')} FROM entries e JOIN session_memory_links l ON l.entry_id = e.id "
+        "WHERE l.session_id = ? AND l.kind = 'summary'", (session.id,))).fetchone()
+    last_time = await (await conn.execute("SELECT MAX(created_at) FROM messages WHERE session_id = ?",
+                                          (session.id,))).fetchone()
+    if existing is not None:
+        old = row_to_entry(existing)
+        new = old.model_copy(update={"l2_full": text, "l0_abstract": l0_abstract(text), "l1_overview": l1_overview(text),
+                                     "content_hash": content_hash(text), "updated_at": utcnow(),
+                                     "event_time": from_db_time(last_time[0]),
+                                     "tags": _summary_tags(text, turn_tags, old.tags)})
+        await update_entry_row(conn, existing[0], old, new, engine=ab.db.vector_engine)
+        return old.id
+    entry = ab._build_entry(text, category="summary", tags=_summary_tags(text, turn_tags, []),
+                            metadata={"source": "session_summary"}, scope=Scope.SESSION,
+                            owners={**owners, "session_id": session.id}, confidence=1.0, importance=0.5,
+                            event_time=from_db_time(last_time[0]), context_type=ContextType.MEMORY, entry_id=None,
+                            extra={}, extract_entities=False)
+    await insert_entry(conn, entry, fact_key=None)
+    return entry.id

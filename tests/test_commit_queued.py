@@ -1,0 +1,152 @@
+"""commit_session(wait=False): turns are committed at once, their enrichment (entity tags, facts, relations,
+summary) runs from the durable job queue and ends up the same as an inline commit."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from agentbase import AgentBase, ValidationError, load_settings
+from agentbase.embeddings import HashEmbedder
+
+from .conftest import make_db
+
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
+CHAT = [
+    ("user", "Hi, I just adopted a beagle named Biscuit and I live in Boston."),
+    ("assistant", "Congratulations! Beagles love long walks."),
+    ("user", "My sister Priya Raman is visiting Toronto next week."),
+    ("assistant", "Sounds fun. Any plans?"),
+    ("user", "I prefer window seats when I fly to Chicago."),
+]
+
+
+def _messages(chat, start=T0):
+    return [{"role": r, "content": c, "created_at": start + timedelta(minutes=i)} for i, (r, c) in enumerate(chat)]
+
+
+def _quiet_settings(**ingest):
+    """Settings whose background enrichment waits (an hour of idleness): only flush() runs the queue."""
+    settings = load_settings(ner="regex")
+    settings.ingest = settings.ingest.model_copy(update={"enrich_idle_s": 60.0, "enrich_max_wait_s": 3600.0,
+                                                         **ingest})
+    return settings
+
+
+async def _snapshot(ab: AgentBase, user_id: str) -> list[tuple]:
+    entries = await ab.list(user_id=user_id, limit=1000, exclude_superseded=False)
+    return sorted((e.category, e.l2_full, tuple(sorted(e.tags)), e.superseded_by is None) for e in entries)
+
+
+async def test_queued_commit_returns_turns_and_the_queue_writes_what_an_inline_commit_writes(tmp_path):
+    inline = make_db(tmp_path / "inline.db")
+    queued = AgentBase(tmp_path / "queued.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        for ab in (inline, queued):
+            s = await ab.create_session(session_id="s1", user_id="u")
+            await ab.add_messages(s.id, _messages(CHAT))
+        out = await queued.commit_session("s1", wait=False)
+        assert (out["turns"], out["facts_added"], out["summary_id"], out["enriched"]) == (5, 0, None, False)
+        # the turns are committed and keyword-searchable before any enrichment ran
+        hits = await queued.find("window seats", user_id="u", mode="fts")
+        assert hits and hits[0].entry.category == "turn"
+        assert await queued.list(user_id="u", category="preference") == []
+        session = await queued.get_session("s1")
+        assert (session.committed_seq, session.enriched_seq) == (5, 0)
+        assert (await queued.stats())["jobs"].get("pending", 0) >= 1
+
+        full = await inline.commit_session("s1")
+        assert full["enriched"] is True and full["facts_added"] >= 2
+        assert await queued.flush() == 0
+        assert await _snapshot(queued, "u") == await _snapshot(inline, "u")
+        session = await queued.get_session("s1")
+        assert (session.committed_seq, session.enriched_seq) == (5, 5)
+        turn = (await queued.find("Priya Raman Toronto", user_id="u", mode="fts", category="turn"))[0].entry
+        assert "ner_Priya_Raman" in turn.tags
+        graph = await queued.entity_graph("Biscuit")
+        assert graph is not None
+    finally:
+        await inline.close()
+        await queued.close()
+
+
+async def test_a_waiting_commit_first_applies_queued_enrichment_in_message_order(tmp_path):
+    ab = AgentBase(tmp_path / "q.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        s = await ab.create_session(user_id="u")
+        await ab.add_messages(s.id, _messages([("user", "I live in Boston.")]))
+        await ab.commit_session(s.id, wait=False)
+        await ab.add_messages(s.id, _messages([("user", "We just moved to Austin.")], T0 + timedelta(days=30)))
+        out = await ab.commit_session(s.id)  # wait=True: the Boston fact first, then Austin supersedes it
+        assert out["facts_superseded"] == 1 and out["enriched"] is True
+        current = [e.l2_full for e in await ab.list(user_id="u", category="profile")]
+        assert current == ["User just moved to Austin"]
+        assert await ab.flush() == 0  # the queued job finds nothing left to do
+        assert [e.l2_full for e in await ab.list(user_id="u", category="profile")] == current
+        assert (await ab.stats())["jobs"].get("pending", 0) == 0
+    finally:
+        await ab.close()
+
+
+async def test_queued_enrichment_survives_a_restart(tmp_path):
+    path = tmp_path / "restart.db"
+    ab = AgentBase(path, settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    s = await ab.create_session(user_id="u")
+    await ab.add_messages(s.id, _messages(CHAT))
+    await ab.commit_session(s.id, wait=False)
+    await ab.close()  # the enrichment job stays queued in the file
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT status FROM jobs WHERE kind = 'enrich'").fetchall() == [("pending",)]
+    con.close()
+    again = AgentBase(path, settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        assert await again.flush() == 0
+        assert {e.l2_full for e in await again.list(user_id="u", category="preference")} == {
+            "User prefers window seats"}
+        assert (await again.get_session(s.id)).enriched_seq == 5
+    finally:
+        await again.close()
+
+
+async def test_the_background_worker_enriches_after_writes_pause(tmp_path):
+    settings = load_settings(ner="regex")
+    settings.ingest = settings.ingest.model_copy(update={"enrich_idle_s": 0.05})
+    ab = AgentBase(tmp_path / "bg.db", settings=settings, embedder=HashEmbedder(dims=64))
+    try:
+        s = await ab.create_session(user_id="u")
+        await ab.add_messages(s.id, _messages(CHAT))
+        await ab.commit_session(s.id, wait=False)
+        for _ in range(200):  # no flush(): the worker runs by itself once writes pause (up to 10 s here)
+            if (await ab.get_session(s.id)).enriched_seq == 5:
+                break
+            await asyncio.sleep(0.05)
+        assert (await ab.get_session(s.id)).enriched_seq == 5
+        assert await ab.list(user_id="u", category="preference")
+    finally:
+        await ab.close()
+
+
+async def test_a_session_deleted_before_its_enrichment_leaves_nothing_behind(tmp_path):
+    ab = AgentBase(tmp_path / "del.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        s = await ab.create_session(user_id="u")
+        await ab.add_messages(s.id, _messages(CHAT))
+        await ab.commit_session(s.id, wait=False)
+        await ab.delete_session(s.id, delete_memories=True)
+        assert await ab.flush() == 0
+        assert await ab.list(user_id="u") == []
+        assert (await ab.stats())["jobs"].get("failed", 0) == 0
+    finally:
+        await ab.close()
+
+
+async def test_wait_must_be_a_bool_and_a_bad_value_changes_nothing(db):
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, _messages(CHAT[:1]))
+    for bad in ("no", 0, None):
+        with pytest.raises(ValidationError):
+            await db.commit_session(s.id, wait=bad)
+    assert (await db.get_session(s.id)).committed_seq == 0
