@@ -150,3 +150,22 @@ async def test_wait_must_be_a_bool_and_a_bad_value_changes_nothing(db):
         with pytest.raises(ValidationError):
             await db.commit_session(s.id, wait=bad)
     assert (await db.get_session(s.id)).committed_seq == 0
+
+
+async def test_an_archive_taken_before_enrichment_ran_enriches_on_import(tmp_path):
+    src = AgentBase(tmp_path / "src.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    dst = AgentBase(tmp_path / "dst.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        s = await src.create_session(session_id="s1", user_id="u")
+        await src.add_messages(s.id, _messages(CHAT))
+        await src.commit_session(s.id, wait=False)
+        assert await src.list(user_id="u", category="preference") == []  # the archive holds no facts
+        await src.export_archive(tmp_path / "a.tar.gz")
+        await dst.import_archive(tmp_path / "a.tar.gz")  # queues the enrichment (which may start at once)
+        assert await dst.flush() == 0
+        assert (await dst.get_session("s1")).enriched_seq == 5
+        assert {e.l2_full for e in await dst.list(user_id="u", category="preference")} == {"User prefers window seats"}
+        assert len(await dst.list(user_id="u", category="turn")) == 5  # the turns came once, from the archive
+    finally:
+        await src.close()
+        await dst.close()
