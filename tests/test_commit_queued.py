@@ -66,6 +66,7 @@ async def test_queued_commit_returns_turns_and_the_queue_writes_what_an_inline_c
         assert (session.committed_seq, session.enriched_seq) == (5, 5)
         turn = (await queued.find("Priya Raman Toronto", user_id="u", mode="fts", category="turn"))[0].entry
         assert "ner_Priya_Raman" in turn.tags
+        assert [h.event for h in await queued.history(turn.id)] == ["ADD"]  # tagging is part of the commit
         graph = await queued.entity_graph("Biscuit")
         assert graph is not None
     finally:

@@ -26,7 +26,7 @@ from ..ner import TAG_PREFIX, entity_tags, tag_for
 from ..ner.base import mention_pattern
 from ..ner.vocative import drop_vocatives
 from ..storage.entries import (ENTRY_COLUMNS, entry_columns, enqueue_job, insert_entries, insert_entry,
-                               record_history, row_to_entry, update_entry_row)
+                               record_history, row_to_entry, set_derived_tags, update_entry_row)
 from ..timeutil import from_db_time, to_db_time
 from .dedup import content_hash, harden_confidence
 from .facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
@@ -162,8 +162,7 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
             tags = list(dict.fromkeys([*old.tags, *turn_tags[i]]))
             turn_tags[i] = tags
             if tags != old.tags:
-                await update_entry_row(conn, found[0], old, old.model_copy(update={"tags": tags}),
-                                       engine=db.vector_engine)
+                await set_derived_tags(conn, found[0], old, tags)
         await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now)
         await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
                                "VALUES (?, ?, ?, ?)", [link for link in links if link[2] != "turn"])

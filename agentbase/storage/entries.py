@@ -191,6 +191,16 @@ async def insert_entry(conn: Any, entry: Entry, *, fact_key: str | None) -> None
     await insert_entries(conn, [entry], fact_keys=[fact_key])
 
 
+async def set_derived_tags(conn: Any, rid: int, entry: Entry, tags: list[str]) -> None:
+    """Give row ``rid`` (holding ``entry``) the tags its ingest derived later (a queued session enrichment's entity
+    tags): tags, ``entry_tags`` and keyword text change; no history event (not a user edit) and no new vector
+    (the embedded text does not hold tags)."""
+    tagged = entry.model_copy(update={"tags": tags})
+    await conn.execute("UPDATE entries SET tags = ?, fts_text = ? WHERE rid = ?",
+                       (json.dumps(tags, ensure_ascii=False), _fts_source(tagged), rid))
+    await _write_tags(conn, rid, tags)
+
+
 async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str) -> None:
     """Write ``new`` over row ``rid``; if the text changed, drop the stale vector and queue a new one."""
     now = to_db_time(new.updated_at)
