@@ -170,3 +170,76 @@ async def test_an_archive_taken_before_enrichment_ran_enriches_on_import(tmp_pat
     finally:
         await src.close()
         await dst.close()
+
+
+EDITS = {
+    "delete_message": lambda ab, sid, mid: ab.delete_message(sid, mid),
+    "clear_messages": lambda ab, sid, mid: ab.clear_messages(sid),
+    "replace_messages": lambda ab, sid, mid: ab.replace_messages(sid, [{"role": "user", "content": "Hello again"}]),
+    "delete_session": lambda ab, sid, mid: ab.delete_session(sid),
+    "delete_turn": None,  # db.delete of the turn entry
+    "tag_turn": None,  # db.update of the turn entry's tags
+    "rewrite_turn": None,  # db.update of the turn entry's text
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+async def test_an_edit_before_the_queued_enrichment_gives_what_it_gives_after_an_inline_commit(tmp_path, edit):
+    """Found by a helper: the queued enrichment read the messages table when it ran, so a message deleted (or
+    a turn re-tagged or rewritten) in between lost its facts or leaked into them. Every such edit now runs the
+    session's queued enrichment first."""
+    results = []
+    for wait in (True, False):
+        ab = AgentBase(tmp_path / f"{edit}-{wait}.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+        try:
+            s = await ab.create_session(session_id="s1", user_id="u")
+            msgs = await ab.add_messages(s.id, _messages([("user", "I live in Boston and I have a cat named Luna.")]))
+            await ab.commit_session(s.id, wait=wait)
+            turn = (await ab.list(user_id="u", category="turn"))[0]
+            if EDITS[edit] is not None:
+                await EDITS[edit](ab, s.id, msgs[0].id)
+            elif edit == "delete_turn":
+                assert await ab.delete(turn.id)
+            elif edit == "tag_turn":
+                await ab.update(turn.id, tags=["private"])
+            else:
+                await ab.update(turn.id, "I have a dog named Rex.")
+            assert await ab.flush() == 0
+            results.append(await _snapshot(ab, "u"))
+        finally:
+            await ab.close()
+    inline, queued = results
+    assert queued == inline
+    facts = [row for row in inline if row[0] in ("profile", "possession")]
+    both = ("ner_Boston", "ner_Luna")  # a fact carries its turn's entity tags, never a tag a user gave the turn
+    assert [(c, t, tags) for c, t, tags, _cur in facts] == [
+        ("possession", "User has a cat named Luna", both), ("profile", "User lives in Boston", both)]
+
+
+async def test_queued_enrichment_summarises_committed_messages_only(tmp_path):
+    ab = AgentBase(tmp_path / "s.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        s = await ab.create_session(user_id="u")
+        await ab.add_messages(s.id, _messages([("user", "I live in Boston.")]))
+        await ab.commit_session(s.id, wait=False)
+        await ab.add_messages(s.id, _messages([("user", "My password hint is Zanzibar.")], T0 + timedelta(days=3)))
+        assert await ab.flush() == 0
+        summary = (await ab.list(user_id="u", category="summary"))[0]
+        assert "Zanzibar" not in summary.l2_full and "Boston" in summary.l2_full
+        assert summary.event_time == T0
+        assert (await ab.get_session(s.id)).enriched_seq == 1
+    finally:
+        await ab.close()
+
+
+async def test_delete_all_after_a_queued_commit_leaves_nothing_to_reappear(tmp_path):
+    ab = AgentBase(tmp_path / "d.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        s = await ab.create_session(user_id="u")
+        await ab.add_messages(s.id, _messages(CHAT))
+        await ab.commit_session(s.id, wait=False)
+        assert await ab.delete_all(user_id="u") > 0
+        assert await ab.flush() == 0
+        assert await ab.list(user_id="u", limit=1000, exclude_superseded=False) == []
+    finally:
+        await ab.close()

@@ -224,6 +224,25 @@ class EntriesAPI:
                                      (prefix, upper, limit))
         return [r[0] for r in rows]
 
+    async def _settle_for(self, *, entry_id: str | None = None, owners: dict[str, Any] | None = None) -> None:
+        """Before an edit of entries: run the enrichment still queued (``commit_session(wait=False)``) for the
+        session of turn entry ``entry_id``, or for every session of ``owners`` (all sessions when none is given),
+        so the enrichment does not read a turn the edit changes, or write facts after a bulk delete."""
+        from ..ingest.commit import settle
+
+        db = await self._open()
+        if entry_id is not None:
+            rows = await db.fetchall("SELECT e.session_id FROM entries e JOIN sessions s ON s.id = e.session_id "
+                                     "WHERE e.id = ? AND e.category = 'turn' AND s.enriched_seq < s.committed_seq",
+                                     (entry_id,))
+        else:
+            given = {k: v for k, v in (owners or {}).items() if v is not None}
+            where = "".join(f" AND {('id' if k == 'session_id' else k)} = ?" for k in given)
+            rows = await db.fetchall(f"SELECT id FROM sessions WHERE enriched_seq < committed_seq{where}",
+                                     list(given.values()))
+        if rows:
+            await settle(self, [r[0] for r in rows])
+
     @bridged
     async def update(self, entry_id: str, content: str | None = None, *, tags: list[str] | None = None,
                      metadata: dict[str, Any] | None = None, category: str | None = None,
@@ -271,6 +290,7 @@ class EntriesAPI:
             if status not in ("active", "archived"):
                 raise ValidationError("status must be 'active' or 'archived'")
             changes["status"] = status
+        await self._settle_for(entry_id=entry_id)
         db = await self._open()
         async with db.transaction() as conn:
             found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id}, conn)
@@ -299,6 +319,7 @@ class EntriesAPI:
         """
         db = await self._open()
         check_id(entry_id, "entry_id")
+        await self._settle_for(entry_id=entry_id)
         async with db.transaction() as conn:  # read inside: of two concurrent deletes, one finds nothing
             found = await self._row(entry_id, {"user_id": user_id, "agent_id": agent_id}, conn)
             if found is None:
@@ -324,6 +345,7 @@ class EntriesAPI:
         if not any(getattr(f, k) for k in (*OWNER_KEYS, "context_type", "category", "tags")):
             raise ValidationError("delete_all needs at least one of user_id, agent_id, project_id, session_id, "
                                   "context_type, category or tags")
+        await self._settle_for(owners={k: getattr(f, k) for k in OWNER_KEYS})
         db = await self._open()
         where, params = f.where()
         now = to_db_time(utcnow())

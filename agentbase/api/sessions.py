@@ -10,7 +10,7 @@ from .. import sessions as _sessions
 from ..ingest import commit as _commit
 from .._loop import bridged
 from ..models import Message, Session
-from ..validation import check_bool
+from ..validation import check_bool, check_id
 
 __all__ = ["SessionsAPI"]
 
@@ -90,8 +90,10 @@ class SessionsAPI:
         Raises:
             ValidationError: a malformed id.
         """
-        return await _sessions.delete_session(self, session_id, delete_memories=check_bool(delete_memories,
-                                                                                          "delete_memories"))
+        delete_memories = check_bool(delete_memories, "delete_memories")
+        if not delete_memories:  # the memories stay: let a queued enrichment write them first
+            await _commit.settle(self, [check_id(session_id, "session_id")])
+        return await _sessions.delete_session(self, session_id, delete_memories=delete_memories)
 
     @bridged
     async def add_message(self, session_id: str, role: str, content: str, *, name: str | None = None,
@@ -173,6 +175,7 @@ class SessionsAPI:
     @bridged
     async def delete_message(self, session_id: str, message_id: str) -> Message | None:
         """Delete one message; returns it, or None if it did not exist. Other messages keep their order."""
+        await _commit.settle(self, [check_id(session_id, "session_id")])  # queued enrichment reads the message
         return await _sessions.delete_message(self, session_id, message_id)
 
     @bridged
@@ -188,11 +191,13 @@ class SessionsAPI:
         Raises:
             ValidationError: a bad id, ``messages`` not a list, or any bad message (nothing is changed).
         """
+        await _commit.settle(self, [check_id(session_id, "session_id")])
         return await _sessions.replace_messages(self, session_id, messages)
 
     @bridged
     async def clear_messages(self, session_id: str) -> int:
         """Delete every message of a session; returns how many were deleted."""
+        await _commit.settle(self, [check_id(session_id, "session_id")])
         return await _sessions.clear_messages(self, session_id)
 
     @bridged

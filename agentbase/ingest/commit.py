@@ -33,7 +33,7 @@ from .facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
 from .summary import summarize_session
 from .tiers import l0_abstract, l1_overview
 
-__all__ = ["TURN_ROLES", "commit_session", "enrich_session"]
+__all__ = ["TURN_ROLES", "commit_session", "enrich_session", "settle"]
 
 TURN_ROLES = ("user", "assistant")
 ENRICH_JOB = "enrich"  # jobs.kind of a queued session enrichment; jobs.target is the session id
@@ -46,18 +46,35 @@ class _CommitRaced(Exception):
 async def commit_session(ab: Any, session_id: str, *, wait: bool = True) -> dict[str, Any]:
     """See :meth:`AgentBase.commit_session`. Concurrent commits of one session (tasks, threads or processes)
     store each message once: the one that loses the race re-reads what is still new and commits only that."""
-    from ..sessions import get_session
-
     for _attempt in range(20):
         try:
             if wait:  # earlier commits' queued enrichment first, so facts are applied in message order
-                session = await get_session(ab, session_id)
-                if session is not None and session.enriched_seq < session.committed_seq:
-                    await enrich_session(ab, session_id)
+                await settle(ab, [session_id])
             return await _commit_once(ab, session_id, enrich=wait)
         except _CommitRaced:
             continue
     raise StorageError(f"session {session_id!r} kept changing during commit; try again")
+
+
+async def settle(ab: Any, session_ids: list[str]) -> None:
+    """Run now whatever enrichment is still queued for these sessions (the write barrier before an edit that
+    would change what it reads: deleting or replacing messages, editing or deleting a turn entry, a commit with
+    ``wait=True``), so the result is what an inline commit followed by that edit gives. Sessions with nothing
+    queued cost one indexed read.
+
+    Raises:
+        StorageError: a write failed, or a session kept changing (20 rounds).
+    """
+    from ..sessions import get_session
+
+    for session_id in dict.fromkeys(session_ids):
+        for _attempt in range(20):
+            session = await get_session(ab, session_id)
+            if session is None or session.enriched_seq >= session.committed_seq:
+                break
+            await enrich_session(ab, session_id)
+        else:
+            raise StorageError(f"session {session_id!r} kept changing while its queued enrichment ran; try again")
 
 
 def _empty_result(session_id: str, messages: int, enriched: bool) -> dict[str, Any]:
@@ -80,7 +97,7 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
     result["enriched"] = enrich
     owners = _owners(session)
     turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
-    entity_lists = await _turn_entities(ab, session_id, turns) if enrich else [[] for _ in turns]
+    entity_lists = await _turn_entities(ab, session_id, turns, new[-1].seq) if enrich else [[] for _ in turns]
     contexts = await _reply_contexts(ab, session_id, turns)
     embed_roles = set(ab.settings.ingest.embed_roles)
     now = utcnow()
@@ -103,7 +120,7 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
         await insert_entries(conn, turn_entries, embed=[m.role in embed_roles for m in turns])
         result["turns"] = len(turn_entries)
         if enrich:
-            await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now)
+            await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now, new[-1].seq)
         await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
                                "VALUES (?, ?, ?, ?)", links)
         last = new[-1].seq
@@ -139,7 +156,7 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
     lo, hi = session.enriched_seq, session.committed_seq
     msgs = await get_messages(ab, session_id, limit=None, order="asc", after_seq=lo, before_seq=hi + 1)
     turns = [m for m in msgs if m.role in TURN_ROLES and m.content.strip()]
-    entity_lists = await _turn_entities(ab, session_id, turns)
+    entity_lists = await _turn_entities(ab, session_id, turns, hi)
     turn_tags = [_turn_tags(msg, ents) for msg, ents in zip(turns, entity_lists)]
     result = _empty_result(session_id, len(msgs), True)
     now = utcnow()
@@ -159,11 +176,10 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
                 continue
             old = row_to_entry(found)
             links.append((session_id, old.id, "turn", msg.seq))
-            tags = list(dict.fromkeys([*old.tags, *turn_tags[i]]))
-            turn_tags[i] = tags
+            tags = list(dict.fromkeys([*old.tags, *turn_tags[i]]))  # facts get the derived tags only
             if tags != old.tags:
                 await set_derived_tags(conn, found[0], old, tags)
-        await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now)
+        await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now, hi)
         await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
                                "VALUES (?, ?, ?, ?)", [link for link in links if link[2] != "turn"])
         await conn.execute("UPDATE sessions SET enriched_seq = ? WHERE id = ?", (hi, session_id))
@@ -184,9 +200,10 @@ def _turn_tags(msg: Message, ents: list[Any]) -> list[str]:
 
 async def _enrich(ab: Any, conn: Any, session: Session, turns: list[Message], entity_lists: list[list[Any]],
                   turn_tags: list[list[str]], links: list[tuple[str, str, str, int | None]], result: dict[str, Any],
-                  now: Any) -> None:
-    """Facts, graph relations and the summary for ``turns`` (their turn entries are in ``links``), inside the
-    caller's transaction; counters go to ``result`` and new link rows to ``links``."""
+                  now: Any, upto_seq: int) -> None:
+    """Facts, graph relations and the summary (of the session's messages up to ``upto_seq``, the committed ones)
+    for ``turns`` (their turn entries are in ``links``), inside the caller's transaction; counters go to
+    ``result`` and new link rows to ``links``."""
     from ..graph import ingest_session_relations  # temporal graph relations from the committed turns
 
     owners = _owners(session)
@@ -198,7 +215,7 @@ async def _enrich(ab: Any, conn: Any, session: Session, turns: list[Message], en
                     result[key] += n
                 links.append((session.id, eid, "fact", msg.seq))
     await ingest_session_relations(ab, conn, session, turns, entity_lists, links)
-    summary_id = await _store_summary(ab, conn, session, owners)
+    summary_id = await _store_summary(ab, conn, session, owners, upto_seq)
     if summary_id:
         links.append((session.id, summary_id, "summary", None))
         result["summary_id"] = summary_id
@@ -236,10 +253,10 @@ def _cut(text: str, limit: int) -> str:
     return (head[:space] if space >= limit * 4 // 5 else head) + " ..."
 
 
-async def _turn_entities(ab: Any, session_id: str, turns: list[Message]) -> list[list[Any]]:
+async def _turn_entities(ab: Any, session_id: str, turns: list[Message], upto_seq: int) -> list[list[Any]]:
     """Entities of each turn: the configured extractor for roles in ``ingest.ner_roles``, regex for the rest.
-    Participants' names used vocatively ("Thanks, Caroline!" addresses Caroline; it is not about her) are
-    dropped when ``ingest.drop_vocatives`` is on."""
+    Participants' names (speakers of the session's messages up to ``upto_seq``) used vocatively ("Thanks,
+    Caroline!" addresses Caroline; it is not about her) are dropped when ``ingest.drop_vocatives`` is on."""
     limit = ab.settings.ingest.ner_max_chars
     ner_roles = set(ab.settings.ingest.ner_roles)
     main = [i for i, m in enumerate(turns) if m.role in ner_roles or ab.extractor.name == "regex"]
@@ -259,7 +276,8 @@ async def _turn_entities(ab: Any, session_id: str, turns: list[Message]) -> list
     if turns and ab.settings.ingest.drop_vocatives:
         db = await ab._open()
         participants = [r[0] for r in await db.fetchall(
-            "SELECT DISTINCT name FROM messages WHERE session_id = ? AND name IS NOT NULL", (session_id,))]
+            "SELECT DISTINCT name FROM messages WHERE session_id = ? AND seq <= ? AND name IS NOT NULL",
+            (session_id, upto_seq))]
         if participants:
             out = [drop_vocatives(m.content, ents, participants) for m, ents in zip(turns, out)]
     return out
@@ -339,9 +357,9 @@ def _summary_tags(text: str, turn_tags: list[str], old_tags: list[str]) -> list[
     return list(tags.values())
 
 
-async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any]) -> str | None:
-    rows = await (await conn.execute("SELECT role, content, name FROM messages WHERE session_id = ? ORDER BY seq",
-                                     (session.id,))).fetchall()
+async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any], upto_seq: int) -> str | None:
+    rows = await (await conn.execute("SELECT role, content, name FROM messages WHERE session_id = ? AND seq <= ? "
+                                     "ORDER BY seq", (session.id, upto_seq))).fetchall()
     text = summarize_session([(r[0], r[1], r[2]) for r in rows if r[0] in TURN_ROLES])
     if not text.strip():
         return None
@@ -351,8 +369,8 @@ async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str,
     existing = await (await conn.execute(
         f"SELECT {entry_columns('e')} FROM entries e JOIN session_memory_links l ON l.entry_id = e.id "
         "WHERE l.session_id = ? AND l.kind = 'summary'", (session.id,))).fetchone()
-    last_time = await (await conn.execute("SELECT MAX(created_at) FROM messages WHERE session_id = ?",
-                                          (session.id,))).fetchone()
+    last_time = await (await conn.execute("SELECT MAX(created_at) FROM messages WHERE session_id = ? AND seq <= ?",
+                                          (session.id, upto_seq))).fetchone()
     if existing is not None:
         old = row_to_entry(existing)
         new = old.model_copy(update={"l2_full": text, "l0_abstract": l0_abstract(text), "l1_overview": l1_overview(text),
