@@ -388,8 +388,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         then embeddings (which include the ones of the facts and summaries the enrichment wrote).
 
         Args:
-            timeout: seconds (a finite int or float >= 0) for each kind of job; None waits as long as jobs make
-                progress.
+            timeout: seconds (a finite int or float >= 0) for each kind of job, checked between batches (a batch
+                in progress, or a wait for another process's write lock of up to ``storage.busy_timeout_s``, can
+                run past it); None waits as long as jobs make progress.
 
         Returns:
             Number of jobs still pending: 0 unless the timeout expired, or no embedder can run the embedding jobs

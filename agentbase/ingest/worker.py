@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._loop import interpreter_exiting
+from ..errors import StorageError
 from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
 from ..index.vector import create_vec_table, upsert_vector
@@ -174,6 +175,9 @@ class JobWorker:
                 done = await self.run_once()
             except asyncio.CancelledError:
                 raise
+            except StorageError as exc:  # typically another process holding the write lock: try again later
+                log.warning("%s worker: %s", self.kind, exc)
+                done = 0
             except Exception:  # noqa: BLE001 - the worker must survive; the error is on the job rows
                 log.exception("%s batch failed", self.kind)
                 done = 0
