@@ -81,6 +81,9 @@ class EmbedderSettings(_Section):
     api_key: str | None = None
     model: str | None = None
     dims: int | None = Field(default=None, ge=1, le=65_536)  # openai / hash: vector dimension
+    # jobs the embedding worker claims per batch, and texts per request for onnx / openai; the local engine takes
+    # at most 4 texts per call (embeddings/local.py DEFAULT_BATCH), so a query embedding never waits long behind a
+    # batch
     batch_size: int = Field(default=64, ge=1, le=4096)
     max_chars: int = Field(default=2000, ge=64)  # longer texts are chunked for embedding and their vectors averaged
 

