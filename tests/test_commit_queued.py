@@ -4,6 +4,7 @@ summary) runs from the durable job queue and ends up the same as an inline commi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
@@ -34,6 +35,19 @@ def _quiet_settings(**ingest):
     settings.ingest = settings.ingest.model_copy(update={"enrich_idle_s": 60.0, "enrich_max_wait_s": 3600.0,
                                                          **ingest})
     return settings
+
+
+@contextlib.asynccontextmanager
+async def _queued_chat(path, chat=CHAT):
+    """A file holding ``chat`` as session ``s1`` of user ``u``, committed with wait=False (enrichment queued)."""
+    ab = AgentBase(path, settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+    try:
+        s = await ab.create_session(session_id="s1", user_id="u")
+        await ab.add_messages(s.id, _messages(chat))
+        await ab.commit_session(s.id, wait=False)
+        yield ab, s.id
+    finally:
+        await ab.close()
 
 
 async def _snapshot(ab: AgentBase, user_id: str) -> list[tuple]:
@@ -75,21 +89,15 @@ async def test_queued_commit_returns_turns_and_the_queue_writes_what_an_inline_c
 
 
 async def test_a_waiting_commit_first_applies_queued_enrichment_in_message_order(tmp_path):
-    ab = AgentBase(tmp_path / "q.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
-    try:
-        s = await ab.create_session(user_id="u")
-        await ab.add_messages(s.id, _messages([("user", "I live in Boston.")]))
-        await ab.commit_session(s.id, wait=False)
-        await ab.add_messages(s.id, _messages([("user", "We just moved to Austin.")], T0 + timedelta(days=30)))
-        out = await ab.commit_session(s.id)  # wait=True: the Boston fact first, then Austin supersedes it
+    async with _queued_chat(tmp_path / "q.db", [("user", "I live in Boston.")]) as (ab, sid):
+        await ab.add_messages(sid, _messages([("user", "We just moved to Austin.")], T0 + timedelta(days=30)))
+        out = await ab.commit_session(sid)  # wait=True: the Boston fact first, then Austin supersedes it
         assert out["facts_superseded"] == 1 and out["enriched"] is True
         current = [e.l2_full for e in await ab.list(user_id="u", category="profile")]
         assert current == ["User just moved to Austin"]
         assert await ab.flush() == 0  # the queued job finds nothing left to do
         assert [e.l2_full for e in await ab.list(user_id="u", category="profile")] == current
         assert (await ab.stats())["jobs"].get("pending", 0) == 0
-    finally:
-        await ab.close()
 
 
 async def test_queued_enrichment_survives_a_restart(tmp_path):
@@ -131,17 +139,11 @@ async def test_the_background_worker_enriches_after_writes_pause(tmp_path):
 
 
 async def test_a_session_deleted_before_its_enrichment_leaves_nothing_behind(tmp_path):
-    ab = AgentBase(tmp_path / "del.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
-    try:
-        s = await ab.create_session(user_id="u")
-        await ab.add_messages(s.id, _messages(CHAT))
-        await ab.commit_session(s.id, wait=False)
-        await ab.delete_session(s.id, delete_memories=True)
+    async with _queued_chat(tmp_path / "del.db") as (ab, sid):
+        await ab.delete_session(sid, delete_memories=True)
         assert await ab.flush() == 0
         assert await ab.list(user_id="u") == []
         assert (await ab.stats())["jobs"].get("failed", 0) == 0
-    finally:
-        await ab.close()
 
 
 async def test_wait_must_be_a_bool_and_a_bad_value_changes_nothing(db):
@@ -217,29 +219,17 @@ async def test_an_edit_before_the_queued_enrichment_gives_what_it_gives_after_an
 
 
 async def test_queued_enrichment_summarises_committed_messages_only(tmp_path):
-    ab = AgentBase(tmp_path / "s.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
-    try:
-        s = await ab.create_session(user_id="u")
-        await ab.add_messages(s.id, _messages([("user", "I live in Boston.")]))
-        await ab.commit_session(s.id, wait=False)
-        await ab.add_messages(s.id, _messages([("user", "My password hint is Zanzibar.")], T0 + timedelta(days=3)))
+    async with _queued_chat(tmp_path / "s.db", [("user", "I live in Boston.")]) as (ab, sid):
+        await ab.add_messages(sid, _messages([("user", "My password hint is Zanzibar.")], T0 + timedelta(days=3)))
         assert await ab.flush() == 0
         summary = (await ab.list(user_id="u", category="summary"))[0]
         assert "Zanzibar" not in summary.l2_full and "Boston" in summary.l2_full
         assert summary.event_time == T0
-        assert (await ab.get_session(s.id)).enriched_seq == 1
-    finally:
-        await ab.close()
+        assert (await ab.get_session(sid)).enriched_seq == 1
 
 
 async def test_delete_all_after_a_queued_commit_leaves_nothing_to_reappear(tmp_path):
-    ab = AgentBase(tmp_path / "d.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
-    try:
-        s = await ab.create_session(user_id="u")
-        await ab.add_messages(s.id, _messages(CHAT))
-        await ab.commit_session(s.id, wait=False)
+    async with _queued_chat(tmp_path / "d.db") as (ab, _sid):
         assert await ab.delete_all(user_id="u") > 0
         assert await ab.flush() == 0
         assert await ab.list(user_id="u", limit=1000, exclude_superseded=False) == []
-    finally:
-        await ab.close()
