@@ -201,6 +201,11 @@ class JobWorker:
             return 0
         now = utcnow()
         lease = to_db_time(now + timedelta(seconds=LEASE_S))
+        # A read first: an idle worker polls every second, and taking the file's write lock for nothing would make
+        # other processes' writers wait.
+        if await self.db.fetchone("SELECT 1 FROM jobs WHERE status IN ('pending', 'running') AND next_run_at <= ? "
+                                  "AND kind = ? LIMIT 1", (to_db_time(now), self.kind)) is None:
+            return 0
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "UPDATE jobs SET status = 'running', next_run_at = ?, updated_at = ? WHERE id IN ("
