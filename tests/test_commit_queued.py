@@ -233,3 +233,51 @@ async def test_delete_all_after_a_queued_commit_leaves_nothing_to_reappear(tmp_p
         assert await ab.delete_all(user_id="u") > 0
         assert await ab.flush() == 0
         assert await ab.list(user_id="u", limit=1000, exclude_superseded=False) == []
+
+
+FACT_EDITS = {
+    "delete": lambda ab, fact, first: ab.delete(fact.id),
+    "archive": lambda ab, fact, first: ab.archive_entries([fact.id]),
+    "rewrite": lambda ab, fact, first: ab.update(fact.id, "User lives in Rome"),
+    "decay": lambda ab, fact, first: ab.decay_pass(0.05, now="2035-01-01T00:00:00Z"),
+    "purge": lambda ab, fact, first: ab.decay_pass(0.05, purge=True, now="2035-01-01T00:00:00Z"),
+    "delete_first_session": lambda ab, fact, first: ab.delete_session(first, delete_memories=True),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(FACT_EDITS))
+async def test_an_edit_of_an_existing_fact_before_a_queued_repeat_gives_the_inline_result(tmp_path, edit):
+    """Found by a second helper: a queued session repeating a fact the user then deleted, archived or rewrote
+    wrote it again (the enrichment reads the owner's facts to harden or supersede them). Entry edits, lifecycle
+    passes and session deletes now run the owners' queued enrichment first."""
+    results = []
+    for wait in (True, False):
+        ab = AgentBase(tmp_path / f"{edit}-{wait}.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+        try:
+            first = await ab.create_session(user_id="u")
+            await ab.add_messages(first.id, _messages([("user", "I live in Paris.")]))
+            await ab.commit_session(first.id)
+            fact = (await ab.list(user_id="u", category="profile"))[0]
+            second = await ab.create_session(user_id="u")
+            await ab.add_messages(second.id, _messages([("user", "I live in Paris. I love jazz.")],
+                                                       T0 + timedelta(days=1)))
+            await ab.commit_session(second.id, wait=wait)
+            await FACT_EDITS[edit](ab, fact, first.id)
+            assert await ab.flush() == 0
+            entries = await ab.list(user_id="u", limit=1000, exclude_superseded=False, include_archived=True)
+            results.append(sorted((e.category, e.l2_full, e.status, e.superseded_by is None) for e in entries
+                                  if e.category not in ("turn", "summary")))
+        finally:
+            await ab.close()
+    assert results[1] == results[0]
+
+
+async def test_mem0_add_on_a_run_with_queued_enrichment_keeps_its_summary_and_reports_the_replaced_value(tmp_path):
+    from agentbase.adapters import Mem0Adapter
+
+    async with _queued_chat(tmp_path / "m.db", [("user", "I live in Paris."), ("assistant", "Noted!")]) as (ab, sid):
+        m = Mem0Adapter(ab)
+        out = await asyncio.to_thread(m.add, "We just moved to Berlin.", user_id="u", run_id=sid)
+        events = sorted((r["event"], r["memory"]) for r in out["results"])
+        assert events == [("ADD", "User just moved to Berlin"), ("DELETE", "User lives in Paris")]
+        assert len(await ab.list(session_id=sid, category="summary")) == 1

@@ -276,6 +276,9 @@ class _Mem0Base:
             raise ValueError(f"run_id {ids['run_id']!r} is a conversation of {owners}: infer=True "
                              f"commits this call's messages through it, so its facts would belong to them; pass "
                              f"their ids too, another run_id, or infer=False")
+        # Apply what the session still has queued (commit_session(wait=False) by other code) before taking the
+        # baseline, so the summary that enrichment writes is not taken for this call's own and deleted.
+        yield _call("commit_session", sid)
         before = {e.id for e in (yield _call("list", session_id=sid, category="summary", limit=100))}
         added = yield _call("add_messages", sid, [
             {"role": m["role"], "content": t, "name": m.get("name"), "created_at": common["event_time"]}

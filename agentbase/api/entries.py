@@ -226,15 +226,17 @@ class EntriesAPI:
 
     async def _settle_for(self, *, entry_id: str | None = None, owners: dict[str, Any] | None = None) -> None:
         """Before an edit of entries: run the enrichment still queued (``commit_session(wait=False)``) for the
-        session of turn entry ``entry_id``, or for every session of ``owners`` (all sessions when none is given),
-        so the enrichment does not read a turn the edit changes, or write facts after a bulk delete."""
+        sessions whose facts and turns share owners with entry ``entry_id``, or for every session of ``owners``
+        (every pending session when neither is given). A queued enrichment reads the owner's turns and facts
+        (to harden a repeat or supersede an old value), so an edit of either must not land before it: a fact
+        deleted first would be extracted again. One indexed read when nothing is queued."""
         from ..ingest.commit import settle
 
         db = await self._open()
         if entry_id is not None:
-            rows = await db.fetchall("SELECT e.session_id FROM entries e JOIN sessions s ON s.id = e.session_id "
-                                     "WHERE e.id = ? AND e.category = 'turn' AND s.enriched_seq < s.committed_seq",
-                                     (entry_id,))
+            rows = await db.fetchall(
+                "SELECT s.id FROM sessions s JOIN entries e ON s.user_id IS e.user_id AND s.agent_id IS e.agent_id "
+                "AND s.project_id IS e.project_id WHERE e.id = ? AND s.enriched_seq < s.committed_seq", (entry_id,))
         else:
             given = {k: v for k, v in (owners or {}).items() if v is not None}
             where = "".join(f" AND {('id' if k == 'session_id' else k)} = ?" for k in given)

@@ -186,6 +186,7 @@ class KnowledgeAPI:
         Raises:
             ValidationError: threshold outside 0..1 or a non-positive tau0_days.
         """
+        await self._settle_for()  # queued enrichment first: its facts decay (or are purged) with the rest
         return await lifecycle.decay_pass(self, threshold=threshold, purge=purge, now=now, tau0_days=tau0_days,
                                           context_type=context_type)
 
@@ -196,6 +197,7 @@ class KnowledgeAPI:
         Returns:
             The ids whose status changed.
         """
+        await self._settle_for()  # a queued enrichment would otherwise write an archived fact again
         return await lifecycle.set_status(self, entry_ids, "archived", reason)
 
     @bridged
@@ -205,6 +207,7 @@ class KnowledgeAPI:
         Returns:
             The ids whose status changed.
         """
+        await self._settle_for()
         return await lifecycle.set_status(self, entry_ids, "active", reason)
 
     @bridged
@@ -329,6 +332,7 @@ class KnowledgeAPI:
         Raises:
             StorageError: the file cannot be read or the archive cannot be written.
         """
+        await self._settle_for()  # the archive holds enriched sessions, so importing it back reverts nothing
         return await archive.export_archive(self, path)
 
     @bridged

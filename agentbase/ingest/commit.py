@@ -46,10 +46,19 @@ class _CommitRaced(Exception):
 async def commit_session(ab: Any, session_id: str, *, wait: bool = True) -> dict[str, Any]:
     """See :meth:`AgentBase.commit_session`. Concurrent commits of one session (tasks, threads or processes)
     store each message once: the one that loses the race re-reads what is still new and commits only that."""
+    from ..sessions import get_session
+
     for _attempt in range(20):
         try:
-            if wait:  # earlier commits' queued enrichment first, so facts are applied in message order
-                await settle(ab, [session_id])
+            session = await get_session(ab, session_id) if wait else None
+            if session is not None:
+                # Earlier commits' queued enrichment first, this session's and its owners' others (their facts
+                # are the ones this commit hardens or supersedes), so facts are applied in commit order.
+                db = await ab._open()
+                pending = await db.fetchall(
+                    "SELECT id FROM sessions WHERE enriched_seq < committed_seq AND user_id IS ? AND agent_id IS ? "
+                    "AND project_id IS ?", (session.user_id, session.agent_id, session.project_id))
+                await settle(ab, [r[0] for r in pending])
             return await _commit_once(ab, session_id, enrich=wait)
         except _CommitRaced:
             continue
@@ -58,9 +67,9 @@ async def commit_session(ab: Any, session_id: str, *, wait: bool = True) -> dict
 
 async def settle(ab: Any, session_ids: list[str]) -> None:
     """Run now whatever enrichment is still queued for these sessions (the write barrier before an edit that
-    would change what it reads: deleting or replacing messages, editing or deleting a turn entry, a commit with
-    ``wait=True``), so the result is what an inline commit followed by that edit gives. Sessions with nothing
-    queued cost one indexed read.
+    would change what it reads: deleting or replacing messages, editing, archiving or deleting an entry of their
+    owners, a commit with ``wait=True``), so the result is what an inline commit followed by that edit gives.
+    Sessions with nothing queued cost one indexed read.
 
     Raises:
         StorageError: a write failed, or a session kept changing (20 rounds).
