@@ -205,6 +205,23 @@ def test_local_batching_matches_one_batch(local):
     np.testing.assert_allclose(small.embed_documents(texts), local.embed_documents(texts), atol=1e-5)
 
 
+def test_local_engine_calls_are_capped_by_characters_and_keep_order(local, monkeypatch):
+    """Calls hold at most MAX_CALL_CHARS characters (a longer text alone), so a query waits little behind one;
+    every text still gets its own vector, in order."""
+    from agentbase.embeddings import local as local_mod
+
+    texts = ["short one", "x " * 400, "another short", "tiny", "y " * 150, "z " * 150, "last"]
+    sizes: list[int] = []
+    real = local._run
+    monkeypatch.setattr(local, "_run", lambda batch, is_query: sizes.append(len(batch)) or real(batch, is_query))
+    grouped = local.embed_documents(texts)
+    assert sum(sizes) == len(texts) and max(sizes) <= local.batch_size
+    assert sizes[1] == 1  # the 800-character text went alone
+    one_by_one = np.vstack([real([t], False) for t in texts])
+    assert np.all(np.sum(grouped * one_by_one, axis=1) > 0.9999)
+    assert local_mod.MAX_CALL_CHARS == 512
+
+
 def test_local_bad_text(local):
     assert local.embed_documents(["a\x00b"]).shape == (1, 384)  # NUL would truncate the C string
     with pytest.raises(EmbeddingError):
