@@ -117,6 +117,12 @@ async def test_async_context_manager_and_integrity(db_path):
 
 
 
+def _undo_v7(con: sqlite3.Connection) -> None:
+    """Remove what schema version 7 added, so the file is as an older version left it."""
+    con.execute("DROP INDEX ix_sessions_pending")
+    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")
+
+
 async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
     ab = make_db(db_path)
     await ab.initialize()
@@ -127,7 +133,7 @@ async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
     con = sqlite3.connect(db_path)
     con.execute("UPDATE entries SET fts_text = l2_full WHERE id = ?", (wide.id,))
     con.execute("DELETE FROM schema_version WHERE version >= 5")
-    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")  # added by version 7
+    _undo_v7(con)
     con.commit()
     con.close()
     ab = make_db(db_path)
@@ -172,7 +178,7 @@ async def test_upgrade_to_v6_rewrites_values_whose_rules_changed(db_path):
                 (tagged.id,))
     con.execute("UPDATE entries SET fts_text = l2_full WHERE id IN (?, ?, ?)", (ann.id, bob.id, tagged.id))
     con.execute("DELETE FROM schema_version WHERE version >= 6")
-    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")  # added by version 7
+    _undo_v7(con)
     con.commit()
     con.close()
     for _ in range(2):  # the second open changes nothing
@@ -216,7 +222,7 @@ async def test_upgrade_to_v7_marks_earlier_commits_enriched(db_path):
     await ab.close()
     con = sqlite3.connect(db_path)
     con.execute("DELETE FROM schema_version WHERE version >= 7")
-    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")
+    _undo_v7(con)
     con.commit()
     con.close()
     for _ in range(2):  # the second open changes nothing
@@ -226,6 +232,9 @@ async def test_upgrade_to_v7_marks_earlier_commits_enriched(db_path):
             assert (got.committed_seq, got.enriched_seq) == (1, 1)
         finally:
             await ab.close()
+    con = sqlite3.connect(db_path)
+    assert con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'ix_sessions_pending'").fetchone() == (1,)
+    con.close()
     ab = make_db(db_path)
     try:
         await ab.add_message(s.id, role="user", content="We just moved to Austin.")

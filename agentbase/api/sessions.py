@@ -91,13 +91,12 @@ class SessionsAPI:
             ValidationError: a malformed id.
         """
         delete_memories = check_bool(delete_memories, "delete_memories")
-        session = await _sessions.get_session(self, session_id)
-        if session is not None:
-            # Queued enrichment first: if the memories stay, this session's own is written; if they go, a fact
-            # another session of these owners repeats (and so links to, once enriched) must stay.
-            await self._settle_for(owners={"user_id": session.user_id, "agent_id": session.agent_id,
-                                           "project_id": session.project_id} if delete_memories
-                                   else {"session_id": session_id})
+        # Queued enrichment first: if the memories stay, this session's own is written; if they go, a fact another
+        # session of these owners repeats (and so links to, once enriched) must stay.
+        if delete_memories:
+            await _commit.settle_owners_of(self, check_id(session_id, "session_id"))
+        else:
+            await _commit.settle(self, [check_id(session_id, "session_id")])
         return await _sessions.delete_session(self, session_id, delete_memories=delete_memories)
 
     @bridged

@@ -33,7 +33,7 @@ from .facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
 from .summary import summarize_session
 from .tiers import l0_abstract, l1_overview
 
-__all__ = ["TURN_ROLES", "commit_session", "enrich_session", "settle"]
+__all__ = ["TURN_ROLES", "commit_session", "enrich_session", "settle", "settle_owners_of"]
 
 TURN_ROLES = ("user", "assistant")
 ENRICH_JOB = "enrich"  # jobs.kind of a queued session enrichment; jobs.target is the session id
@@ -46,23 +46,31 @@ class _CommitRaced(Exception):
 async def commit_session(ab: Any, session_id: str, *, wait: bool = True) -> dict[str, Any]:
     """See :meth:`AgentBase.commit_session`. Concurrent commits of one session (tasks, threads or processes)
     store each message once: the one that loses the race re-reads what is still new and commits only that."""
-    from ..sessions import get_session
-
     for _attempt in range(20):
         try:
-            session = await get_session(ab, session_id) if wait else None
-            if session is not None:
+            if wait:
                 # Earlier commits' queued enrichment first, this session's and its owners' others (their facts
                 # are the ones this commit hardens or supersedes), so facts are applied in commit order.
-                db = await ab._open()
-                pending = await db.fetchall(
-                    "SELECT id FROM sessions WHERE enriched_seq < committed_seq AND user_id IS ? AND agent_id IS ? "
-                    "AND project_id IS ?", (session.user_id, session.agent_id, session.project_id))
-                await settle(ab, [r[0] for r in pending])
+                await settle_owners_of(ab, session_id)
             return await _commit_once(ab, session_id, enrich=wait)
         except _CommitRaced:
             continue
     raise StorageError(f"session {session_id!r} kept changing during commit; try again")
+
+
+async def settle_owners_of(ab: Any, session_id: str) -> None:
+    """:func:`settle` every session with queued enrichment whose owners (user, agent, project) are this
+    session's, itself included; nothing for an unknown session. One read of the pending-sessions index.
+
+    Raises:
+        StorageError: as :func:`settle`.
+    """
+    db = await ab._open()
+    rows = await db.fetchall(
+        "SELECT p.id FROM sessions s JOIN sessions p ON p.user_id IS s.user_id AND p.agent_id IS s.agent_id "
+        "AND p.project_id IS s.project_id WHERE s.id = ? AND p.enriched_seq < p.committed_seq", (session_id,))
+    if rows:
+        await settle(ab, [r[0] for r in rows])
 
 
 async def settle(ab: Any, session_ids: list[str]) -> None:

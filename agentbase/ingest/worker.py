@@ -30,8 +30,7 @@ from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
 from ..timeutil import to_db_time
 
-__all__ = ["EmbeddingWorker", "EnrichmentWorker", "JobWorker", "embed_text", "pending_embed_jobs",
-           "pending_jobs"]
+__all__ = ["EmbeddingWorker", "EnrichmentWorker", "JobWorker", "embed_text", "pending_jobs"]
 
 log = logging.getLogger("agentbase.jobs")
 
@@ -60,11 +59,6 @@ async def pending_jobs(db: Any, kind: str) -> int:
     """
     row = await db.fetchone("SELECT COUNT(*) FROM jobs WHERE kind = ? AND status IN ('pending', 'running')", (kind,))
     return int(row[0])
-
-
-async def pending_embed_jobs(db: Any) -> int:
-    """Number of ``embed`` jobs not yet done or failed (see :func:`pending_jobs`)."""
-    return await pending_jobs(db, "embed")
 
 
 def _sha(text: str) -> str:

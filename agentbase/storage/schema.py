@@ -292,9 +292,12 @@ WHERE fts_text IS NOT agentbase_fts_source(name, description, l2_full, tags);
 
 # v7: sessions.enriched_seq, the last message whose facts, entity tags, relations and summary are written
 # (``commit_session(wait=False)`` queues that part as an ``enrich`` job); every earlier commit did it inline.
+# The partial index holds only sessions with queued work, so the checks that run before every waiting commit and
+# entry edit read a few rows, not the whole sessions table.
 _V7 = """
 ALTER TABLE sessions ADD COLUMN enriched_seq INTEGER NOT NULL DEFAULT 0;
 UPDATE sessions SET enriched_seq = committed_seq;
+CREATE INDEX ix_sessions_pending ON sessions(user_id, agent_id, project_id) WHERE enriched_seq < committed_seq;
 """
 
 MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
