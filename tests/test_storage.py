@@ -117,10 +117,14 @@ async def test_async_context_manager_and_integrity(db_path):
 
 
 
-def _undo_v7(con: sqlite3.Connection) -> None:
-    """Remove what schema version 7 added, so the file is as an older version left it."""
+def _make_version(con: sqlite3.Connection, version: int) -> None:
+    """Make the file look as schema ``version`` (< 7) left it: later versions unrecorded, and what version 7 added
+    (the enriched_seq column and its index) removed; commits and closes ``con``."""
+    con.execute("DELETE FROM schema_version WHERE version > ?", (version,))
     con.execute("DROP INDEX ix_sessions_pending")
     con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")
+    con.commit()
+    con.close()
 
 
 async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
@@ -132,10 +136,7 @@ async def test_upgrade_to_v5_refolds_keyword_text_of_existing_entries(db_path):
     # Make the file what schema version 4 wrote: keyword text not NFKC-folded, version 5 not recorded.
     con = sqlite3.connect(db_path)
     con.execute("UPDATE entries SET fts_text = l2_full WHERE id = ?", (wide.id,))
-    con.execute("DELETE FROM schema_version WHERE version >= 5")
-    _undo_v7(con)
-    con.commit()
-    con.close()
+    _make_version(con, 4)
     ab = make_db(db_path)
     try:
         await ab.initialize()
@@ -177,10 +178,7 @@ async def test_upgrade_to_v6_rewrites_values_whose_rules_changed(db_path):
     con.execute("INSERT INTO entry_tags(rid, tag) SELECT rid, 'ner_Seamus_O’Brien' FROM entries WHERE id = ?",
                 (tagged.id,))
     con.execute("UPDATE entries SET fts_text = l2_full WHERE id IN (?, ?, ?)", (ann.id, bob.id, tagged.id))
-    con.execute("DELETE FROM schema_version WHERE version >= 6")
-    _undo_v7(con)
-    con.commit()
-    con.close()
+    _make_version(con, 5)
     for _ in range(2):  # the second open changes nothing
         ab = make_db(db_path)
         try:
@@ -221,10 +219,7 @@ async def test_upgrade_to_v7_marks_earlier_commits_enriched(db_path):
     await ab.commit_session(s.id)
     await ab.close()
     con = sqlite3.connect(db_path)
-    con.execute("DELETE FROM schema_version WHERE version >= 7")
-    _undo_v7(con)
-    con.commit()
-    con.close()
+    _make_version(con, 6)
     for _ in range(2):  # the second open changes nothing
         ab = make_db(db_path)
         try:
