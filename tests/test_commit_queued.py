@@ -281,3 +281,28 @@ async def test_mem0_add_on_a_run_with_queued_enrichment_keeps_its_summary_and_re
         events = sorted((r["event"], r["memory"]) for r in out["results"])
         assert events == [("ADD", "User just moved to Berlin"), ("DELETE", "User lives in Paris")]
         assert len(await ab.list(session_id=sid, category="summary")) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="known limit: the queue enriches per session, not per commit (docs/concepts.md)")
+async def test_queued_commits_of_two_sessions_of_one_owner_are_enriched_in_commit_order(tmp_path):
+    """Found by a README-only helper: with sessions A and B of one user committed A, B, A, B, the queue enriches
+    all of A, then all of B, so B's restated "Lyon" comes after A's "Nantes" and becomes a second, superseded entry
+    instead of hardening the first. Settling the owners' other sessions before each queued commit fixes it but
+    makes every commit after another session's queued one inline (the perf loop's pattern); per-commit jobs would
+    fix it properly and are not built."""
+    results = []
+    for wait in (True, False):
+        ab = AgentBase(tmp_path / f"order-{wait}.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+        try:
+            a = await ab.create_session(user_id="u")
+            b = await ab.create_session(user_id="u")
+            for step, (sid, city) in enumerate([(a.id, "Lyon"), (b.id, "Lyon"), (a.id, "Nantes"), (b.id, "Nantes")]):
+                await ab.add_messages(sid, _messages([("user", f"I live in {city}.")], T0 + timedelta(days=step)))
+                await ab.commit_session(sid, wait=wait)
+            assert await ab.flush() == 0
+            facts = await ab.list(user_id="u", category="profile", exclude_superseded=False)
+            results.append(sorted((e.l2_full, e.superseded_by is None, round(e.confidence, 3)) for e in facts))
+        finally:
+            await ab.close()
+    assert results[1] == results[0]
+    assert [text for text, _cur, _conf in results[0]] == ["User lives in Lyon", "User lives in Nantes"]
