@@ -154,6 +154,11 @@ class RetrievalSettings(_Section):
     ner_boost_strong: float = Field(default=1.3, gt=0)
     ner_boost_medium: float = Field(default=1.24, gt=0)
     ner_boost_weak: float = Field(default=1.15, gt=0)
+    # A turn spoken by a person the query names ("What books has Melanie read?" -> Melanie's turns) is multiplied
+    # by this after the NER boost (retrieval/strategies.py speaker_boost); 1.0 turns it off. LoCoMo hybrid
+    # (docs/benchmarks.md): R@5 0.712 -> 0.734 at 1.15; 1.3, 1.5 and 2.0 gave 0.723-0.727. LongMemEval turns have
+    # no speaker names, so it changes nothing there.
+    speaker_boost: float = Field(default=1.15, gt=0)
     rerank_rrf: float = Field(default=0.6, ge=0)
     # ARCHITECTURE.md's default is 0.15; a freshness term in every rerank cost LoCoMo 2.4 points of hybrid R@5
     # (0.679 -> 0.655) and did nothing for LongMemEval_S (docs/benchmarks.md, config no_freshness). Recency still
@@ -176,6 +181,13 @@ class RetrievalSettings(_Section):
     # 10 and 20 give the same figures. LongMemEval_S unchanged.
     reply_boost: float = Field(default=0.7, ge=0, le=1)
     reply_pool: int = Field(default=10, ge=1, le=100)
+    # A turn that only asks (ends with "?" and states fewer than question_statement_chars characters in its other
+    # sentences: "Wow! What got you into running?") is multiplied by this after the reply step has lent its score
+    # to the answer (retrieval/strategies.py only_asks); 1.0 turns it off. LoCoMo hybrid (docs/benchmarks.md):
+    # R@10 0.785 -> 0.800, R@5 0.734 -> 0.732; LongMemEval_S (24-question subset): session figures unchanged, turn
+    # recall_any@5 0.792 -> 0.833. 60 characters: 2 % of LoCoMo evidence and 2.4 % of LongMemEval answer turns count.
+    question_penalty: float = Field(default=0.7, gt=0, le=1)
+    question_statement_chars: int = Field(default=60, ge=0, le=10_000)
     # Names left out of the text embedded for the vector leg (retrieval/names.py): a query name whose entity tag is on
     # at least this share (and 20) of the latest ``vector_name_sample`` entries the query may see ("Caroline" in a chat
     # between Caroline and Melanie) dominates the query embedding while telling little apart; the keyword leg and

@@ -30,7 +30,7 @@ from typing import Any
 from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console,
                      progress, table, write_json)
-from .metrics import evidence_recall_at_k, mean
+from .metrics import dedup_ranked, evidence_recall_at_k, mean
 from .systems import BM25System, Doc, Mem0System, QueryRun, build_agentbase, tokenize_words
 
 KS = (5, 10, 25)
@@ -91,7 +91,9 @@ def score(run: QueryRun, evidence: list[str], sessions: set[str]) -> dict[str, f
 
 def system_record(run: QueryRun, run10: QueryRun | None, evidence: list[str], sessions: set[str]) -> dict[str, Any]:
     r10 = run10 or run
+    ranked = dedup_ranked([h.turn for h in run.hits])
     return {"metrics": score(run, evidence, sessions), "wall_ms": run.wall_ms, "wall_ms_k10": r10.wall_ms,
+            "evidence_ranks": [ranked.index(e) + 1 if e in ranked else None for e in evidence],
             "tokens_k10": r10.tokens(10), "trace_total_ms_k10": r10.trace_total_ms,
             "embed_query_ms_k10": r10.embed_query_ms, "non_embed_ms_k10": r10.non_embed_ms,
             "top_turns": [h.turn for h in run.hits[:10]], "top_kinds": [h.kind for h in run.hits[:10]],

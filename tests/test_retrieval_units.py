@@ -382,6 +382,7 @@ async def test_a_question_turn_lifts_its_reply_within_the_filters(tmp_path):
 
     settings = load_settings(ner="regex")
     settings.ingest.turn_context_chars = 0  # the reply's key holds its own words only
+    settings.retrieval.question_penalty = 1.0  # the question keeps its own score (tested below)
     async def build(boost: float, name: str) -> AgentBase:
         settings.retrieval.reply_boost = boost
         db = AgentBase(tmp_path / name, settings=settings.model_copy(deep=True), embedder=HashEmbedder(dims=32))
@@ -431,3 +432,77 @@ async def test_an_assistant_answer_is_not_lifted_by_the_users_question(tmp_path)
         assert got == ["Which hiking boots should I buy?"]
     finally:
         await db.close()
+
+
+def test_only_asks():
+    from agentbase.retrieval.strategies import only_asks
+
+    assert only_asks("Wow, Mel! What got you into running?", 60)
+    assert only_asks("Any more paintings coming up? [image: a photo of a painting]", 60)  # attachment note
+    assert only_asks("你最近怎么样？", 60)
+    told = "I adopted a greyhound from the shelter near my office last month. Any tips on crate training?"
+    assert not only_asks(told, 60) and only_asks(told, 100)  # 65 characters of statement
+    assert not only_asks("Five years already!", 60) and not only_asks("", 60)
+    assert not only_asks("Is it? I think not.", 60)  # ends with a statement
+
+
+async def test_a_turn_that_only_asks_yields_to_its_answer(tmp_path):
+    """The question turn matches the query better than its answer, lends the answer its score (reply step), and
+    then ranks below it (retrieval.question_penalty); with the penalty off it stays first."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    async def ranked(penalty: float, name: str) -> list[tuple[str, dict]]:
+        settings = load_settings(ner="regex")
+        settings.retrieval.question_penalty = penalty
+        settings.ingest.turn_context_chars = 0  # the answer's key holds its own words only
+        settings.retrieval.speaker_boost = 1.0
+        db = AgentBase(tmp_path / name, settings=settings, embedder=HashEmbedder(dims=32))
+        try:
+            s = await db.create_session(user_id="u")
+            for speaker, text in [("Caroline", "Cool! What got you into running marathons?"),
+                                  ("Melanie", "My doctor said it would help with stress, so I started."),
+                                  ("Caroline", "I bought new paint for the fence.")]:
+                await db.add_message(s.id, role="user", content=text, name=speaker)
+            await db.commit_session(s.id)
+            got = await db.find("Why did she get into running marathons?", user_id="u", mode="fts",
+                                category="turn")
+            return [(r.entry.l2_full, r.score_parts) for r in got]
+        finally:
+            await db.close()
+
+    off, on = await ranked(1.0, "off.db"), await ranked(0.5, "on.db")
+    assert off[0][0] == "Cool! What got you into running marathons?"
+    assert on[0][0] == "My doctor said it would help with stress, so I started."
+    assert on[1][0] == "Cool! What got you into running marathons?" and on[1][1]["question_penalty"] == 0.5
+    assert "question_penalty" not in on[0][1]
+
+
+async def test_turns_spoken_by_the_person_a_query_names_rank_first(tmp_path):
+    """"What did Melanie paint?": Caroline's shorter turn about Melanie wins on keywords alone; Melanie's own
+    turn wins with the speaker boost, and only turns she spoke carry it."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    async def ranked(boost: float, name: str) -> list[tuple[str | None, dict]]:
+        settings = load_settings(ner="regex")
+        settings.retrieval.speaker_boost = boost
+        db = AgentBase(tmp_path / name, settings=settings, embedder=HashEmbedder(dims=32))
+        try:
+            s = await db.create_session(user_id="u")
+            for speaker, text in [("Melanie", "Last weekend I painted the lake at sunrise, then we cooked dinner."),
+                                  ("Caroline", "My friend Melanie painted a lake."),
+                                  ("Caroline", "I joined a new choir in town.")]:
+                await db.add_message(s.id, role="user", content=text, name=speaker)
+            await db.commit_session(s.id)
+            got = await db.find("What did Melanie paint?", user_id="u", mode="fts", category="turn")
+            return [(r.entry.name, r.score_parts) for r in got]
+        finally:
+            await db.close()
+
+    off, on = await ranked(1.0, "off.db"), await ranked(1.5, "on.db")
+    assert [n for n, _ in off][:2] == ["Caroline", "Melanie"]
+    assert [n for n, _ in on][:2] == ["Melanie", "Caroline"]
+    assert on[0][1]["speaker_boost"] == 1.5 and all("speaker_boost" not in parts for _, parts in on[1:])

@@ -2,8 +2,9 @@
 
 1 normalise -> 2 analyse (intents, time range) -> 3 decompose -> 4 candidates (FTS5 BM25 and vector KNN,
 filters inside the SQL; optional legs: BM25 inside the question's own date range, the temporal graph) ->
-5 weighted RRF -> 6 NER boost -> 7 query-type strategy -> 8 session co-retrieval -> 9 heuristic rerank (+ optional
-pluggable reranker) -> 10 level, token budget, top_k.
+5 weighted RRF -> 6 NER and speaker boosts -> 7 query-type strategy -> 8 session co-retrieval, replies to question
+turns, penalty for turns that only ask -> 9 heuristic rerank (+ optional pluggable reranker) -> 10 level, token
+budget, top_k.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .fusion import max_rrf_score, ner_boost, weighted_rrf
 from .intent import analyze_query
 from .names import vector_query_text
 from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
-from .strategies import apply_strategies, asks_question, co_retrieval, reply_scores
+from .strategies import apply_strategies, asks_question, co_retrieval, only_asks, reply_scores, speaker_boost
 
 __all__ = ["FindParams", "run_find"]
 
@@ -231,7 +232,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             c["parts"]["ner_boost"] = mult
             c["matched_by"] = f"ner+{c['matched_by']}"
     tracer.step("ner_boost", candidates_in=len(cands), candidates_out=len(cands), query_entities=sorted(q_entities),
-                boosted=boosted)
+                boosted=boosted, speaker_boosted=speaker_boost(cands, q_entities, cfg.speaker_boost))
 
     # 7. query-type strategies.
     if p.strategy != "flat":
@@ -246,6 +247,16 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     # 8b. replies to the best question turns.
     if cfg.reply_boost > 0 and p.strategy != "flat":
         await _replies(db, cands, p.filters, cfg, tracer)
+
+    # 8c. turns that only ask, once they have lent their score to their replies.
+    if cfg.question_penalty != 1.0 and p.strategy != "flat":
+        demoted = 0
+        for c in cands.values():
+            if c["entry"].category == "turn" and only_asks(c["entry"].l2_full, cfg.question_statement_chars):
+                c["score"] *= cfg.question_penalty
+                c["parts"]["question_penalty"] = cfg.question_penalty
+                demoted += 1
+        tracer.step("question_penalty", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
 
     # 9. heuristic rerank.
     scored = _rerank(cands, p, cfg)

@@ -65,20 +65,22 @@ class EntryView:
 
     Attributes:
         row: the row selected with :data:`ENTRY_COLUMNS`.
-        id, category, l2_full, session_id, agent_id, confidence: as in :class:`Entry`.
+        id, category, name, l2_full, session_id, agent_id, confidence: as in :class:`Entry` (a turn's ``name``
+            is its speaker's name, or None).
         context_type: a :class:`ContextType`.
         tags: the tag list.
         created_at, event_time: aware UTC datetimes (``event_time`` may be None).
     """
 
-    __slots__ = ("row", "id", "context_type", "category", "l2_full", "tags", "session_id", "agent_id", "confidence",
-                 "created_at", "event_time")
+    __slots__ = ("row", "id", "context_type", "category", "name", "l2_full", "tags", "session_id", "agent_id",
+                 "confidence", "created_at", "event_time")
 
     def __init__(self, row: tuple):
         self.row = row
         self.id: str = row[_AT["id"]]
         self.context_type = ContextType(row[_AT["context_type"]])
         self.category: str = row[_AT["category"]]
+        self.name: str | None = row[_AT["name"]]
         self.l2_full: str = row[_AT["l2_full"]]
         self.tags: list[str] = json.loads(row[_AT["tags"]])
         self.agent_id: str | None = row[_AT["agent_id"]]
