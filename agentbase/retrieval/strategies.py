@@ -109,8 +109,8 @@ def only_asks(text: str, max_statement_chars: int) -> bool:
 
     Such turns are rarely the answer to a question about the conversation: on LoCoMo's development split, with
     60 characters, 12 % of all turns and 2 % of evidence turns; on LongMemEval_S's, 22 % of user turns and 2.4 %
-    of answer turns (docs/benchmarks.md). A turn that tells something before asking ("I just got a new car. Can
-    you ...?") does not count.
+    of answer turns (docs/benchmarks.md). A turn that tells something at some length before asking ("I adopted a
+    greyhound from the shelter near my office last month. Any tips on crate training?") does not count.
 
     Args:
         text: the turn's text.
