@@ -446,31 +446,41 @@ def test_only_asks():
     assert not only_asks("Is it? I think not.", 60)  # ends with a statement
 
 
-async def test_a_turn_that_only_asks_yields_to_its_answer(tmp_path):
-    """The question turn matches the query better than its answer, lends the answer its score (reply step), and
-    then ranks below it (retrieval.question_penalty); with the penalty off it stays first."""
+async def _chat_find(path, retrieval: dict, turns: list[tuple[str, str]], query: str, **ingest) -> list:
+    """Commit ``turns`` ((speaker, text) pairs, role user) to a new file at ``path`` with these retrieval (and
+    ingest) settings, and return the turn results of a keyword ``find(query)``."""
     from agentbase import AgentBase
     from agentbase.config import load_settings
     from agentbase.embeddings import HashEmbedder
 
+    settings = load_settings(ner="regex")
+    for key, value in retrieval.items():
+        setattr(settings.retrieval, key, value)
+    for key, value in ingest.items():
+        setattr(settings.ingest, key, value)
+    db = AgentBase(path, settings=settings, embedder=HashEmbedder(dims=32))
+    try:
+        s = await db.create_session(user_id="u")
+        for speaker, text in turns:
+            await db.add_message(s.id, role="user", content=text, name=speaker)
+        await db.commit_session(s.id)
+        return await db.find(query, user_id="u", mode="fts", category="turn")
+    finally:
+        await db.close()
+
+
+async def test_a_turn_that_only_asks_yields_to_its_answer(tmp_path):
+    """The question turn matches the query better than its answer, lends the answer its score (reply step), and
+    then ranks below it (retrieval.question_penalty); with the penalty off it stays first."""
+    turns = [("Caroline", "Cool! What got you into running marathons?"),
+             ("Melanie", "My doctor said it would help with stress, so I started."),
+             ("Caroline", "I bought new paint for the fence.")]
+
     async def ranked(penalty: float, name: str) -> list[tuple[str, dict]]:
-        settings = load_settings(ner="regex")
-        settings.retrieval.question_penalty = penalty
-        settings.ingest.turn_context_chars = 0  # the answer's key holds its own words only
-        settings.retrieval.speaker_boost = 1.0
-        db = AgentBase(tmp_path / name, settings=settings, embedder=HashEmbedder(dims=32))
-        try:
-            s = await db.create_session(user_id="u")
-            for speaker, text in [("Caroline", "Cool! What got you into running marathons?"),
-                                  ("Melanie", "My doctor said it would help with stress, so I started."),
-                                  ("Caroline", "I bought new paint for the fence.")]:
-                await db.add_message(s.id, role="user", content=text, name=speaker)
-            await db.commit_session(s.id)
-            got = await db.find("Why did she get into running marathons?", user_id="u", mode="fts",
-                                category="turn")
-            return [(r.entry.l2_full, r.score_parts) for r in got]
-        finally:
-            await db.close()
+        # no reply context (the answer's key holds its own words only) and no speaker boost
+        got = await _chat_find(tmp_path / name, {"question_penalty": penalty, "speaker_boost": 1.0}, turns,
+                               "Why did she get into running marathons?", turn_context_chars=0)
+        return [(r.entry.l2_full, r.score_parts) for r in got]
 
     off, on = await ranked(1.0, "off.db"), await ranked(0.5, "on.db")
     assert off[0][0] == "Cool! What got you into running marathons?"
@@ -482,25 +492,13 @@ async def test_a_turn_that_only_asks_yields_to_its_answer(tmp_path):
 async def test_turns_spoken_by_the_person_a_query_names_rank_first(tmp_path):
     """"What did Melanie paint?": Caroline's shorter turn about Melanie wins on keywords alone; Melanie's own
     turn wins with the speaker boost, and only turns she spoke carry it."""
-    from agentbase import AgentBase
-    from agentbase.config import load_settings
-    from agentbase.embeddings import HashEmbedder
+    turns = [("Melanie", "Last weekend I painted the lake at sunrise, then we cooked dinner."),
+             ("Caroline", "My friend Melanie painted a lake."),
+             ("Caroline", "I joined a new choir in town.")]
 
     async def ranked(boost: float, name: str) -> list[tuple[str | None, dict]]:
-        settings = load_settings(ner="regex")
-        settings.retrieval.speaker_boost = boost
-        db = AgentBase(tmp_path / name, settings=settings, embedder=HashEmbedder(dims=32))
-        try:
-            s = await db.create_session(user_id="u")
-            for speaker, text in [("Melanie", "Last weekend I painted the lake at sunrise, then we cooked dinner."),
-                                  ("Caroline", "My friend Melanie painted a lake."),
-                                  ("Caroline", "I joined a new choir in town.")]:
-                await db.add_message(s.id, role="user", content=text, name=speaker)
-            await db.commit_session(s.id)
-            got = await db.find("What did Melanie paint?", user_id="u", mode="fts", category="turn")
-            return [(r.entry.name, r.score_parts) for r in got]
-        finally:
-            await db.close()
+        got = await _chat_find(tmp_path / name, {"speaker_boost": boost}, turns, "What did Melanie paint?")
+        return [(r.entry.name, r.score_parts) for r in got]
 
     off, on = await ranked(1.0, "off.db"), await ranked(1.5, "on.db")
     assert [n for n, _ in off][:2] == ["Caroline", "Melanie"]
