@@ -13,7 +13,7 @@ from ..ner.base import mention_pattern, unsegmented
 if TYPE_CHECKING:
     from ..config import RetrievalSettings
 
-__all__ = ["FusedScore", "max_rrf_score", "ner_boost", "signal_label", "weighted_rrf"]
+__all__ = ["FusedScore", "max_rrf_score", "ner_boost", "norm_name", "signal_label", "weighted_rrf"]
 
 _PRIMARY = ("fts", "vector")
 Id = TypeVar("Id", bound=Hashable)
@@ -117,8 +117,10 @@ def max_rrf_score(weights: dict[str, float], k: int = 60, signals: list[str] | N
 
 
 @lru_cache(maxsize=8192)  # the same few hundred tags come back on every query
-def _norm(name: str) -> str:
-    # Apostrophes as in tags (ner/base.py tag_for): a query's "O’Brien" is the tag ner_O'Brien.
+def norm_name(name: str) -> str:
+    """A person or entity name as entity matching compares it: case-folded, ``_`` and runs of spaces as one space,
+    typographic apostrophes as ``'`` (as in tags, ner/base.py tag_for: a query's "O’Brien" is the tag
+    ner_O'Brien). ``"Mary_Ann"`` and ``" mary  ann "`` both give ``"mary ann"``."""
     return " ".join(name.replace("_", " ").replace("\u2019", "'").replace("\u02bc", "'").casefold().split())
 
 
@@ -157,10 +159,10 @@ def ner_boost(query_entities: set[str], entry_tags: list[str], content: str,
         from ..config import RetrievalSettings
 
         settings = RetrievalSettings()
-    entities = {n for n in map(_norm, query_entities) if n}
+    entities = {n for n in map(norm_name, query_entities) if n}
     if not entities:
         return 1.0, "none"
-    tags = {_norm(t[4:]) for t in entry_tags if t[:4].lower() == "ner_"} - {""}
+    tags = {norm_name(t[4:]) for t in entry_tags if t[:4].lower() == "ner_"} - {""}
     if entities & tags:
         return settings.ner_boost_strong, "strong"
     text, weak = content.casefold(), False

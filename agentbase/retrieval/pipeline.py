@@ -231,8 +231,9 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             c["score"] *= mult
             c["parts"]["ner_boost"] = mult
             c["matched_by"] = f"ner+{c['matched_by']}"
+    speaker_boosted = speaker_boost(cands, q_entities, cfg.speaker_boost)
     tracer.step("ner_boost", candidates_in=len(cands), candidates_out=len(cands), query_entities=sorted(q_entities),
-                boosted=boosted, speaker_boosted=speaker_boost(cands, q_entities, cfg.speaker_boost))
+                boosted=boosted, speaker_boosted=speaker_boosted)
 
     # 7. query-type strategies.
     if p.strategy != "flat":

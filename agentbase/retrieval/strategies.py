@@ -11,6 +11,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from .fusion import norm_name
 from .rerank import freshness
 
 __all__ = ["apply_strategies", "asks_question", "co_retrieval", "only_asks", "reply_scores", "speaker_boost"]
@@ -143,18 +144,19 @@ def speaker_boost(cands: dict[int, dict[str, Any]], query_entities: set[str], bo
 
     Args:
         cands: rowid -> candidate dict with ``entry``, ``score``, ``parts``.
-        query_entities: the query's entity names, case-folded.
+        query_entities: the query's entity names; compared with :func:`~.fusion.norm_name`, as the NER boost does.
         boost: the multiplier (1.0 changes nothing).
 
     Returns:
         Number of candidates boosted.
     """
-    if boost == 1.0 or not query_entities:
+    names = {n for n in map(norm_name, query_entities) if n}
+    if boost == 1.0 or not names:
         return 0
     boosted = 0
     for c in cands.values():
         e = c["entry"]
-        if e.category == "turn" and e.name and " ".join(e.name.casefold().split()) in query_entities:
+        if e.category == "turn" and e.name and norm_name(e.name) in names:
             c["score"] *= boost
             c["parts"]["speaker_boost"] = boost
             boosted += 1
