@@ -444,6 +444,13 @@ def test_only_asks():
     assert not only_asks(told, 60) and only_asks(told, 100)  # 65 characters of statement
     assert not only_asks("Five years already!", 60) and not only_asks("", 60)
     assert not only_asks("Is it? I think not.", 60)  # ends with a statement
+    assert not only_asks("What? [image: a] stray] note]", 60)  # "[image: a] stray] note]" is not a whole note
+    assert only_asks("What? [a][b] [c]", 60) and not only_asks("What? [a][b] x]", 60)
+    assert not only_asks("zebra?", 0)  # nothing states fewer than 0 characters: 0 turns the rule off
+    # Shapes that made the former end-anchored pattern backtrack from every "[" (48 KB: 5.7 s); now one pass.
+    assert not only_asks("zebra " + "[a]" * 16_000 + "x]", 60)
+    assert not only_asks("zebra?" + " " * 64_000 + "x]", 60)
+    assert only_asks("zebra?" + " [a]" * 16_000, 60)
 
 
 async def _chat_find(path, retrieval: dict, turns: list[tuple[str, str]], query: str, **ingest) -> list:
