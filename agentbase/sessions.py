@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import NotFoundError, ValidationError
 from .models import Message, Session, utcnow
+from .ner import tag_for
 from .storage.entries import ENTRY_COLUMNS, delete_entry_row, row_to_entry
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_int, check_json, check_limit, check_metadata, check_text
@@ -143,6 +144,13 @@ def _prepare(raw: Any) -> dict[str, Any]:
     for key in ("name", "tool_call_id", "id"):
         if raw.get(key) is not None:
             check_id(raw[key], key)
+    if raw.get("name") is not None:
+        # The speaker's name becomes the turn's entity tag at commit: a name with no letter or digit ("   ", "_")
+        # would fail every commit of the session, so it is refused here, before anything is written.
+        try:
+            tag_for(raw["name"])
+        except ValidationError:
+            raise ValidationError(f"message name {raw['name']!r} must contain a letter or digit") from None
     meta = check_metadata(raw.get("metadata"))
     try:
         calls = json.dumps(tool_calls, ensure_ascii=False) if tool_calls else None

@@ -152,6 +152,16 @@ async def test_replace_messages_needs_a_list(db, db_path, seeded):
     await _rejected(db, db_path, lambda: db.replace_messages("s1", "hello"))
 
 
+@pytest.mark.parametrize("name", ["   ", "\t", "_", "__", "-", "!!!", "\u200b"])
+async def test_a_speaker_name_without_letters_or_digits_is_refused_before_it_blocks_commits(db, db_path, seeded,
+                                                                                            name):
+    await _rejected(db, db_path, lambda: db.add_message("s1", "user", "zebra?", name=name))
+    await _rejected(db, db_path, lambda: db.add_messages("s1", [{"role": "user", "content": "ok", "name": "Bob"},
+                                                                {"role": "user", "content": "x", "name": name}]))
+    result = await db.commit_session("s1")  # the session still commits
+    assert result["turns"] == 1
+
+
 # ---------------------------------------------------------------- construction and settings
 
 
