@@ -107,10 +107,12 @@ class IngestSettings(_Section):
     # characters, so keyword and vector keys cover question-and-answer pairs (an answer rarely repeats the
     # question's words). 0 turns it off. Measured in docs/benchmarks.md (ablation: no_turn_context).
     turn_context_chars: int = Field(default=300, ge=0)
-    # Whether that reply context also joins the embedded text (else it is a keyword key only). On LoCoMo it
-    # lifts hybrid evidence recall@5 from 0.613 to 0.655; the price is embedding up to turn_context_chars more
-    # characters per turn (about 1.6x the embedding time on LongMemEval_S, whose assistant turns are long).
-    turn_context_embed: bool = True
+    # How much of that reply context also joins the embedded text: its first ~N characters, speaker label included
+    # (cut at a word); 0: a keyword key only. The embedded context lifts LoCoMo hybrid evidence recall@5 (ablation
+    # turn_context_keyword_only), and embedding time grows with every character: whole 300-character contexts were
+    # 43 % of the text embedded for LongMemEval_S, whose assistant turns are long. Their first 120 characters keep
+    # the gain (docs/benchmarks.md, ablation context_embed300).
+    turn_context_embed_chars: int = Field(default=120, ge=0)
     # A session participant's name used to address them ("Thanks, Caroline!", "Hey Mel!") is not an entity of
     # the turn (ner/vocative.py), so entity boosts for a question about Caroline prefer her own turns and turns
     # about her over turns addressed to her. Measured in docs/benchmarks.md (ablation: keep_vocatives).

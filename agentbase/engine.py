@@ -216,7 +216,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 else None
                 self.worker = EmbeddingWorker(db, self.embedder, batch_size=self.settings.embedder.batch_size,
                                               max_chars=self.settings.embedder.max_chars,
-                                              turn_context=self.settings.ingest.turn_context_embed)
+                                              turn_context_chars=self.settings.ingest.turn_context_embed_chars)
                 self.worker.enabled = self.vector_error is None
                 self.worker.start()
         return self

@@ -11,7 +11,7 @@ import pytest
 from agentbase import AgentBase, DimensionMismatchError, load_settings
 from agentbase.embeddings import HashEmbedder
 from agentbase.index.vector import knn
-from agentbase.ingest.commit import _cut
+from agentbase.ingest._text import cut_text
 
 
 def _db(path: Path, dims: int = 64, cache_mb: int = 512) -> AgentBase:
@@ -72,11 +72,11 @@ async def test_reply_context_is_the_same_when_committed_in_steps(tmp_path: Path)
 
 
 def test_reply_context_cut_keeps_most_of_the_text():
-    assert _cut("short", 300) == "short"
+    assert cut_text("short", 300) == "short"
     cjk = "看看 " + "我们明天讨论部署方案" * 60
-    assert len(_cut(cjk, 300)) >= 300  # hard cut: the only space is far from the limit
+    assert len(cut_text(cjk, 300)) >= 300  # hard cut: the only space is far from the limit
     words = "word " * 100
-    assert _cut(words, 300).endswith("word ...") and len(_cut(words, 300)) <= 304
+    assert cut_text(words, 300).endswith("word ...") and len(cut_text(words, 300)) <= 304
 
 
 async def test_ties_come_back_in_the_same_order_from_memory_and_disk(tmp_path: Path):

@@ -550,3 +550,52 @@ def test_report_batch_throughput(capsys, local, onnx):
                      f"{emb.batch_size}, {dt:.2f} s)")
     with capsys.disabled():
         print("\n[throughput] " + "\n[throughput] ".join(lines))
+
+
+class _RecordingHash(HashEmbedder):
+    """A real HashEmbedder that records every document text it embeds."""
+
+    def __init__(self, dims: int = 64):
+        super().__init__(dims)
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts):
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+@pytest.mark.parametrize("embed_chars", [120, 0])
+async def test_reply_context_is_embedded_cut_and_keyword_indexed_whole(tmp_path, embed_chars):
+    """A user turn's vector holds the first ``turn_context_embed_chars`` of the assistant turn it replies to (0: none);
+    its keyword key keeps the first ``turn_context_chars`` (300) of it."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+
+    settings = load_settings(ner="regex")
+    settings.ingest.turn_context_embed_chars = embed_chars
+    emb = _RecordingHash()
+    db = AgentBase(tmp_path / "ctx.db", settings=settings, embedder=emb)
+    reply = ("Sourdough needs a lively starter, so feed it twice a day for a week before baking. "
+             "Keep it near 24 degrees. " * 2 + "Later, the gooseberry glaze goes on after the bread has cooled.")
+    assert 200 < len(reply) < 300 and reply.index("gooseberry") > 150
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, [{"role": "user", "content": "How do I start baking sourdough?"},
+                                     {"role": "assistant", "content": reply},
+                                     {"role": "user", "content": "Thanks, I will try that this weekend."}])
+        await db.commit_session(s.id)
+        await db.flush()
+        embedded = [t for t in emb.texts if t.endswith("Thanks, I will try that this weekend.")]
+        assert len(embedded) == 1
+        context = embedded[0].removesuffix("\nThanks, I will try that this weekend.")
+        if embed_chars:
+            assert context.startswith("assistant: Sourdough needs a lively starter") and context.endswith(" ...")
+            assert embed_chars * 4 // 5 <= len(context) - len(" ...") <= embed_chars
+            assert "gooseberry" not in context
+        else:
+            assert embedded[0] == "Thanks, I will try that this weekend."
+        # the keyword key still holds the context's tail: the reply is found by a word only the context has
+        hits = await db.find("gooseberry glaze", user_id="u", mode="fts", top_k=5)
+        assert any(h.text == "Thanks, I will try that this weekend." for h in hits)
+    finally:
+        await db.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["CJK", "clean_text", "has_cjk", "split_sentences"]
+__all__ = ["CJK", "clean_text", "cut_text", "has_cjk", "split_sentences"]
 
 CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _HAS_CJK = re.compile(f"[{CJK}]").search
@@ -31,6 +31,24 @@ def has_cjk(text: str) -> bool:
         ``True`` when at least one CJK ideograph, kana or hangul character occurs.
     """
     return _HAS_CJK(text) is not None
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, at the last space in the final fifth, else hard, with ``" ..."``
+    appended when anything was cut.
+
+    Args:
+        text: any string.
+        limit: characters to keep (>= 1).
+
+    Returns:
+        ``text`` itself when it has at most ``limit`` characters, else its cut head plus ``" ..."``.
+    """
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit * 4 // 5 else head) + " ..."
 
 
 def clean_text(text: str, *, drop_code: bool = False) -> str:

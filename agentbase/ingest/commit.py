@@ -28,6 +28,7 @@ from ..ner.vocative import drop_vocatives
 from ..storage.entries import (ENTRY_COLUMNS, entry_columns, enqueue_job, insert_entries, insert_entry,
                                record_history, row_to_entry, set_derived_tags, update_entry_row)
 from ..timeutil import from_db_time, to_db_time
+from ._text import cut_text
 from .dedup import content_hash, harden_confidence
 from .facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
 from .summary import summarize_session
@@ -256,18 +257,9 @@ async def _reply_contexts(ab: Any, session_id: str, turns: list[Message]) -> lis
     prev: tuple[str, str, str | None] | None = (row[0], row[1], row[2]) if row else None
     out: list[str | None] = []
     for msg in turns:
-        out.append(None if prev is None else f"{prev[2] or prev[0]}: {_cut(' '.join(prev[1].split()), limit)}")
+        out.append(None if prev is None else f"{prev[2] or prev[0]}: {cut_text(' '.join(prev[1].split()), limit)}")
         prev = (msg.role, msg.content, msg.name)
     return out
-
-
-def _cut(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters: at the last space in the final fifth, else hard."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit]
-    space = head.rfind(" ")
-    return (head[:space] if space >= limit * 4 // 5 else head) + " ..."
 
 
 async def _turn_entities(ab: Any, session_id: str, turns: list[Message], upto_seq: int) -> list[list[Any]]:

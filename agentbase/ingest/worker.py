@@ -29,6 +29,7 @@ from ..index.matrix import LOG_KEEP
 from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
 from ..timeutil import to_db_time
+from ._text import cut_text
 
 __all__ = ["EmbeddingWorker", "EnrichmentWorker", "JobWorker", "embed_text", "pending_jobs"]
 
@@ -42,11 +43,23 @@ MAX_BACKOFF_S = 300
 
 
 def embed_text(name: str | None, description: str | None, l2_full: str, *, category: str = "",
-               turn_context: bool = True) -> str:
-    """The text embedded for an entry: its name (a skill's, a resource's title, a turn's speaker) and description,
-    then the full text. A turn's description is the turn it replies to; ``turn_context=False`` leaves it out."""
-    if category == "turn" and not turn_context:
-        description = None
+               turn_context_chars: int | None = None) -> str:
+    """The text embedded for an entry: its name (a skill's, a resource's title, a turn's speaker), its description,
+    then the full text, joined by newlines.
+
+    Args:
+        name, description, l2_full: the entry's columns (``None`` or empty parts are left out).
+        category: the entry's category; for ``"turn"`` the description is the turn it replies to
+            (``"Speaker: text"``).
+        turn_context_chars: for a turn, cut that description to about this many characters
+            (:func:`~agentbase.ingest._text.cut_text`; ``ingest.turn_context_embed_chars``); 0 leaves it out,
+            ``None`` keeps it whole.
+
+    Returns:
+        The string to embed.
+    """
+    if category == "turn" and description and turn_context_chars is not None:
+        description = cut_text(description, turn_context_chars) if turn_context_chars > 0 else None
     return "\n".join(p for p in (name, description, l2_full) if p)
 
 
@@ -243,13 +256,14 @@ class EmbeddingWorker(JobWorker):
         embedder: the configured embedder (``model_id``, ``dims``, ``embed_documents``).
         batch_size: jobs claimed per batch.
         max_chars: texts longer than this are chunked and their vectors averaged.
-        turn_context: embed a turn with the turn it replies to (``ingest.turn_context_embed``).
+        turn_context_chars: a turn is embedded with about this many characters of the turn it replies to
+            (``ingest.turn_context_embed_chars``; 0: its own text only; ``None``: the whole stored context).
     """
 
     def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
-                 turn_context: bool = True):
+                 turn_context_chars: int | None = None):
         super().__init__(db, "embed", batch_size=batch_size)
-        self.turn_context = turn_context
+        self.turn_context_chars = turn_context_chars
         self.embedder = embedder
         self.max_chars = max_chars
         self.embedded = 0
@@ -261,7 +275,8 @@ class EmbeddingWorker(JobWorker):
             f"SELECT id, rid, name, description, l2_full, content_hash, category FROM entries WHERE id IN "
             f"({','.join('?' * len(ids))})", ids)
         by_id = {r[0]: r for r in rows}
-        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6], turn_context=self.turn_context)
+        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6],
+                                turn_context_chars=self.turn_context_chars)
                  for eid, r in by_id.items()}
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
