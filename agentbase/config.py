@@ -122,6 +122,10 @@ class IngestSettings(_Section):
     # writes is acknowledged before enrichment shares the process's CPU with it; once it has waited
     # enrich_max_wait_s it runs regardless until the queue is empty. flush() runs it at once. Measured in
     # docs/benchmarks.md (perf).
+    # A session summary's vector: "turn_mean", the normalised mean of its session's turn vectors (no text to embed;
+    # summaries were 18 % of the text embedded for LongMemEval_S), or "text", its own text embedded. A summary whose
+    # session has no turn with a vector (only assistant turns, say) is embedded from its text either way.
+    summary_vector: Literal["turn_mean", "text"] = "turn_mean"
     enrich_idle_s: float = Field(default=0.25, ge=0, le=60, allow_inf_nan=False)
     enrich_max_wait_s: float = Field(default=10.0, ge=0, le=3600, allow_inf_nan=False)
 
@@ -190,6 +194,12 @@ class RetrievalSettings(_Section):
     # recall_any@5 0.792 -> 0.833. 60 characters: 2 % of LoCoMo evidence and 2.4 % of LongMemEval answer turns count.
     question_penalty: float = Field(default=0.7, gt=0, le=1)
     question_statement_chars: int = Field(default=60, ge=0, le=10_000)
+    # An assistant's turn is multiplied by this unless the query addresses the assistant ("you", "your", 你, 您:
+    # "what did you suggest ...", retrieval/strategies.py addresses_assistant): a question about the user's own
+    # life is answered by the user's words, and assistant replies are long (6-7x a LongMemEval user turn), so
+    # each one that ranks on shared topic words costs hundreds of context tokens. 1.0 turns it off. Conversations
+    # between people (LoCoMo: every speaker has role user) are unchanged. LongMemEval_S in docs/benchmarks.md.
+    assistant_turn_factor: float = Field(default=0.7, gt=0, le=1)
     # Names left out of the text embedded for the vector leg (retrieval/names.py): a query name whose entity tag is on
     # at least this share (and 20) of the latest ``vector_name_sample`` entries the query may see ("Caroline" in a chat
     # between Caroline and Melanie) dominates the query embedding while telling little apart; the keyword leg and

@@ -599,3 +599,92 @@ async def test_reply_context_is_embedded_cut_and_keyword_indexed_whole(tmp_path,
         assert any(h.text == "Thanks, I will try that this weekend." for h in hits)
     finally:
         await db.close()
+
+
+def _vectors_by_category(path, category):
+    import sqlite3
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT m.vector FROM embeddings m JOIN entries e ON e.rid = m.rid "
+                            "WHERE e.category = ? ORDER BY e.rid", (category,)).fetchall()
+    finally:
+        conn.close()
+    return [np.frombuffer(r[0], dtype=np.float32) for r in rows]
+
+
+_TURNS = [{"role": "user", "content": "I adopted a beagle puppy named Biscuit last week."},
+          {"role": "assistant", "content": "Congratulations! Beagles are friendly and curious dogs."},
+          {"role": "user", "content": "Biscuit chews my running shoes every morning."},
+          {"role": "user", "content": "Should I try a crate for the nights?"}]
+
+
+@pytest.mark.parametrize("mode", ["turn_mean", "text"])
+async def test_summary_vector_is_the_mean_of_its_turns_or_its_text(tmp_path, mode):
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+
+    settings = load_settings(ner="regex")
+    settings.ingest.summary_vector = mode
+    emb = _RecordingHash()
+    db = AgentBase(tmp_path / "sum.db", settings=settings, embedder=emb)
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, _TURNS)
+        await db.commit_session(s.id)
+        assert await db.flush() == 0
+        summary = (await db.find("beagle Biscuit", user_id="u", mode="fts", top_k=20, category="summary"))[0]
+    finally:
+        await db.close()
+    turns = _vectors_by_category(tmp_path / "sum.db", "turn")
+    [stored] = _vectors_by_category(tmp_path / "sum.db", "summary")
+    assert len(turns) == 3  # the user turns (ingest.embed_roles)
+    if mode == "turn_mean":
+        mean = np.mean(turns, axis=0)
+        np.testing.assert_allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
+        assert summary.text not in emb.texts  # nothing embedded for it
+    else:
+        np.testing.assert_allclose(stored, emb.embed_documents([summary.text])[0], atol=1e-6)
+
+
+async def test_summary_mean_waits_for_turns_another_batch_is_embedding(tmp_path):
+    """A summary claimed while its session's turns are held by another batch (another process's lease) is put back
+    without an attempt and averaged once they are done, never over a partial session."""
+    import sqlite3
+
+    from datetime import timedelta
+
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.models import utcnow
+    from agentbase.timeutil import to_db_time
+
+    settings = load_settings(ner="regex")
+    path = tmp_path / "wait.db"
+    db = AgentBase(path, settings=settings, embedder=HashEmbedder(64))
+    try:
+        await db.initialize()
+        db.worker.enabled = False  # the background worker must not run while the lease is faked
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, _TURNS)
+        await db.commit_session(s.id)
+        conn = sqlite3.connect(path)
+        lease = to_db_time(utcnow() + timedelta(seconds=30))
+        with conn:  # another process holds the turns' jobs for 30 s
+            conn.execute("UPDATE jobs SET status = 'running', next_run_at = ? WHERE kind = 'embed' "
+                         "AND target IN (SELECT id FROM entries WHERE category = 'turn')", (lease,))
+        db.worker.enabled = True
+        await db.worker.run_once()  # claims the facts and the summary, not the held turns
+        status, attempts, next_run = conn.execute(
+            "SELECT j.status, j.attempts, j.next_run_at FROM jobs j JOIN entries e ON e.id = j.target "
+            "WHERE e.category = 'summary'").fetchone()
+        assert (status, attempts) == ("pending", 0) and next_run < lease  # due again soon, not at the lease's end
+        assert _vectors_by_category(path, "summary") == []
+        with conn:  # the other process gave up its batch
+            conn.execute("UPDATE jobs SET status = 'pending', next_run_at = '1970-01-01' WHERE status = 'running'")
+        conn.close()
+        assert await db.flush(timeout=60) == 0
+    finally:
+        await db.close()
+    turns, [stored] = _vectors_by_category(path, "turn"), _vectors_by_category(path, "summary")
+    mean = np.mean(turns, axis=0)
+    np.testing.assert_allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)

@@ -99,6 +99,28 @@ def test_parse_time_range_open_ranges():
     assert (both.date_from, both.date_to, both.granularity) == (day(2023, 3, 1), day(2023, 5, 1) - US, "span")
 
 
+def test_parse_time_range_reads_relative_words_from_a_named_date():
+    # "recently" and "last weekend" are read from the date the question names, not from the reference time
+    recent = parse_time_range("What did Maria start recently, as mentioned on 3 June, 2023?", REF)
+    assert (recent.date_from, recent.date_to) == (day(2023, 6, 4) - US - timedelta(days=RECENT_DAYS),
+                                                  day(2023, 6, 4) - US)
+    weekend = parse_time_range("What did Maria do last weekend before April 10, 2023?", REF)  # Apr 10: a Monday
+    assert (weekend.date_from, weekend.date_to) == (day(2023, 4, 8), day(2023, 4, 10) - US)
+    # without a named date nothing moves; two named dates keep their own ranges
+    assert parse_time_range("last weekend", REF).date_from == day(2023, 5, 13)
+    both = parse_time_range("between May 1, 2022 and June 30, 2022", REF)
+    assert (both.date_from, both.date_to) == (day(2022, 5, 1), day(2022, 7, 1) - US)
+
+
+def test_parse_time_range_before_a_full_date_is_that_day():
+    # "before August" must not swallow the day number: the bound is the day, not the month
+    tr = parse_time_range("What did John do the week before August 3, 2023?", REF)
+    assert (tr.date_from, tr.date_to, tr.matched_text) == (day(1970, 1, 1), day(2023, 8, 3) - US,
+                                                           "before August 3, 2023")
+    assert parse_time_range("since June 5", REF).date_from == day(2022, 6, 5)
+    assert parse_time_range("before August", REF).date_to == day(2022, 8, 1) - US  # a month alone still works
+
+
 @pytest.mark.parametrize("query", [
     "What is my dog's name?", "May I ask about Python?", "How many weeks ago did I start using Ibotta?",
     "I have 3 cats and 2 dogs", "我最喜欢的餐厅叫什么名字", "", "Mondays are for yoga",
@@ -511,3 +533,47 @@ async def test_turns_spoken_by_the_person_a_query_names_rank_first(tmp_path):
     assert [n for n, _ in off][:2] == ["Caroline", "Melanie"]
     assert [n for n, _ in on][:2] == ["Melanie", "Caroline"]
     assert on[0][1]["speaker_boost"] == 1.5 and all("speaker_boost" not in parts for _, parts in on[1:])
+
+
+def test_addresses_assistant():
+    from agentbase.retrieval.strategies import addresses_assistant
+
+    assert addresses_assistant("Can you remind me which hotel you recommended?")
+    assert addresses_assistant("What was YOUR suggestion for the trip?") and addresses_assistant("你推荐的酒店是哪家？")
+    assert not addresses_assistant("What time do I stop checking work emails?")
+    assert not addresses_assistant("Where did Youssef move? Is the yoghurt in the U.S. store?")
+
+
+async def test_assistant_turns_yield_to_the_users_words_unless_the_query_speaks_to_the_assistant(tmp_path):
+    """A long assistant reply that shares the query's words outranks the user's own short statement until
+    retrieval.assistant_turn_factor applies; a query in the second person leaves assistant turns alone."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    async def build(factor: float, name: str) -> AgentBase:
+        settings = load_settings(ner="regex")
+        settings.retrieval.assistant_turn_factor = factor
+        settings.ingest.turn_context_chars = 0
+        db = AgentBase(tmp_path / name, settings=settings, embedder=HashEmbedder(dims=32))
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, [
+            {"role": "user", "content": "I stop checking work emails at 7 pm."},
+            {"role": "assistant", "content": "Checking work emails late keeps work stress high. Stop checking work "
+                                             "emails after dinner and keep work emails for the morning."}])
+        await db.commit_session(s.id)
+        return db
+
+    off, on = await build(1.0, "off.db"), await build(0.7, "on.db")
+    try:
+        q = "when do I stop checking work emails"
+        first = [(await db.find(q, user_id="u", top_k=2, mode="fts", category="turn"))[0] for db in (off, on)]
+        assert first[0].entry.metadata["role"] == "assistant" and first[1].entry.metadata["role"] == "user"
+        assert first[1].score_parts.get("assistant_turn") is None
+        second = await on.find(q + " - what did you advise?", user_id="u", top_k=2, mode="fts", category="turn")
+        assert second[0].entry.metadata["role"] == "assistant"  # the query speaks to the assistant: no factor
+        traced = (await on.find(q, user_id="u", trace=True))[0].trace_id
+        assert "assistant_turns" in [step.name for step in (await on.get_trace(traced)).steps]
+    finally:
+        await off.close()
+        await on.close()

@@ -40,6 +40,7 @@ LEASE_S = 30  # seconds a claimed batch stays reserved; a crashed process's jobs
 STOP_WAIT_S = 30.0  # stop() waits this long for the batch in progress, then cancels it
 MAX_ATTEMPTS = 6
 MAX_BACKOFF_S = 300
+DEFER_S = 0.5  # a session summary waiting for its turns' vectors (ingest.summary_vector) is tried again after this
 
 
 def embed_text(name: str | None, description: str | None, l2_full: str, *, category: str = "",
@@ -76,6 +77,19 @@ async def pending_jobs(db: Any, kind: str) -> int:
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+async def _mean_turn_vector(conn: Any, session_id: str, model_id: str, dims: int) -> np.ndarray | None:
+    """The normalised mean of the vectors (of ``model_id``) of session ``session_id``'s turn entries; None when
+    it has none."""
+    rows = await (await conn.execute(
+        "SELECT m.vector FROM embeddings m JOIN entries e ON e.rid = m.rid WHERE e.session_id = ? "
+        "AND e.category = 'turn' AND m.model_id = ? AND m.dims = ?", (session_id, model_id, dims))).fetchall()
+    if not rows:
+        return None
+    mean = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), dims).mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm).astype(np.float32) if norm > 0 else None
 
 
 class JobWorker:
@@ -258,12 +272,15 @@ class EmbeddingWorker(JobWorker):
         max_chars: texts longer than this are chunked and their vectors averaged.
         turn_context_chars: a turn is embedded with about this many characters of the turn it replies to
             (``ingest.turn_context_embed_chars``; 0: its own text only; ``None``: the whole stored context).
+        summary_turn_mean: a session summary's vector is the normalised mean of its session's turn vectors
+            (``ingest.summary_vector: turn_mean``); it waits for those turns' pending embedding jobs.
     """
 
     def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
-                 turn_context_chars: int | None = None):
+                 turn_context_chars: int | None = None, summary_turn_mean: bool = False):
         super().__init__(db, "embed", batch_size=batch_size)
         self.turn_context_chars = turn_context_chars
+        self.summary_turn_mean = summary_turn_mean
         self.embedder = embedder
         self.max_chars = max_chars
         self.embedded = 0
@@ -272,12 +289,17 @@ class EmbeddingWorker(JobWorker):
     async def _process(self, claimed: list[tuple]) -> int:
         ids = [c[1] for c in claimed]
         rows = await self.db.fetchall(
-            f"SELECT id, rid, name, description, l2_full, content_hash, category FROM entries WHERE id IN "
-            f"({','.join('?' * len(ids))})", ids)
+            f"SELECT id, rid, name, description, l2_full, content_hash, category, session_id FROM entries WHERE id "
+            f"IN ({','.join('?' * len(ids))})", ids)
         by_id = {r[0]: r for r in rows}
-        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6],
-                                turn_context_chars=self.turn_context_chars)
-                 for eid, r in by_id.items()}
+        means: set[str] = set()  # summaries that get their session's mean turn vector
+        if self.summary_turn_mean:
+            means, waiting = await self._turn_mean_plan(by_id, set(ids))
+            if waiting:  # their sessions' turns are still being embedded (by another batch): try again then
+                await self._defer({c[0]: waiting[c[1]] for c in claimed if c[1] in waiting})
+                claimed = [c for c in claimed if c[1] not in waiting]
+        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6], turn_context_chars=self.turn_context_chars)
+                 for eid, r in by_id.items() if eid not in means}
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
         except Exception as exc:  # noqa: BLE001 - recorded on the job rows
@@ -293,13 +315,15 @@ class EmbeddingWorker(JobWorker):
         stamp = to_db_time(utcnow())
         async with self.db.transaction() as conn:
             await self._ensure_dims(conn, dims, model_id)
-            for job_id, target, _attempts in claimed:
+            # summaries last: their mean reads the turn vectors this batch writes
+            for job_id, target, _attempts in sorted(claimed, key=lambda c: c[1] in means):
                 row = by_id.get(target)
                 if row is not None:
                     current = await (await conn.execute(
                         "SELECT content_hash FROM entries WHERE rid = ?", (row[1],))).fetchone()
-                    if current is not None and current[0] == row[5]:
-                        vec = vectors[texts[target]]
+                    vec = vectors.get(texts.get(target)) if target not in means else \
+                        await _mean_turn_vector(conn, row[7], model_id, dims)
+                    if current is not None and current[0] == row[5] and vec is not None:
                         await conn.execute(
                             "INSERT OR REPLACE INTO embeddings(rid, model_id, dims, content_hash, vector, created_at)"
                             " VALUES (?, ?, ?, ?, ?, ?)", (row[1], model_id, dims, row[5], vec.tobytes(), stamp))
@@ -309,6 +333,38 @@ class EmbeddingWorker(JobWorker):
             await conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT MAX(seq) FROM vector_log) - ?",
                                (LOG_KEEP,))
         return len(claimed)
+
+    async def _turn_mean_plan(self, by_id: dict[str, tuple], batch: set[str]) -> tuple[set[str], dict[str, str]]:
+        """Which summaries of the batch get their session's mean turn vector, and which must wait: ``(means,
+        {summary id: when to try again (database time)})``. A summary waits while a turn of its session has an
+        embedding job outside this batch that is not done (the batch claimed before it, still embedding, or a turn
+        whose embedding failed and waits to retry), else it would average a partial session; it is embedded from
+        its text when its session has no turn that has or will get a vector (``ingest.embed_roles``)."""
+        sessions = {r[7] for r in by_id.values() if r[6] == "summary" and r[7]}
+        if not sessions:
+            return set(), {}
+        rows = await self.db.fetchall(
+            f"SELECT e.session_id, e.id, j.status, j.next_run_at FROM entries e "
+            f"LEFT JOIN jobs j ON j.kind = 'embed' AND j.target = e.id LEFT JOIN embeddings m ON m.rid = e.rid "
+            f"WHERE e.category = 'turn' AND e.session_id IN ({','.join('?' * len(sessions))}) "
+            f"AND (m.rid IS NOT NULL OR j.status IN ('pending', 'running'))", list(sessions))
+        soon = to_db_time(utcnow() + timedelta(seconds=DEFER_S))
+        # session -> when to look again: soon while a batch embeds its turns ("running"; their next_run_at is the
+        # lease's end), else when its latest pending turn job is due (a failed embedding's backoff)
+        due: dict[str, str] = {}
+        for sid, eid, status, next_run_at in rows:
+            if status in ("pending", "running") and eid not in batch:
+                due[sid] = max(due.get(sid, soon), (next_run_at or soon) if status == "pending" else soon)
+        means = {eid for eid, r in by_id.items() if r[6] == "summary" and r[7] in {row[0] for row in rows}}
+        return means, {eid: due[by_id[eid][7]] for eid in means if by_id[eid][7] in due}
+
+    async def _defer(self, due: dict[int, str]) -> None:
+        """Return claimed jobs to ``pending`` without counting an attempt, due at the given database times."""
+        now = to_db_time(utcnow())
+        async with self.db.transaction() as conn:
+            await conn.executemany("UPDATE jobs SET status = 'pending', next_run_at = ?, updated_at = ? "
+                                   "WHERE id = ? AND status = 'running'",
+                                   [(when, now, job_id) for job_id, when in due.items()])
 
     async def _ensure_dims(self, conn: Any, dims: int, model_id: str) -> None:
         row = await (await conn.execute("SELECT value FROM meta WHERE key = 'vector_dims'")).fetchone()

@@ -29,7 +29,8 @@ from .fusion import max_rrf_score, ner_boost, weighted_rrf
 from .intent import analyze_query
 from .names import vector_query_text
 from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
-from .strategies import apply_strategies, asks_question, co_retrieval, only_asks, reply_scores, speaker_boost
+from .strategies import (addresses_assistant, apply_strategies, asks_question, assistant_turns, co_retrieval, only_asks,
+                         reply_scores, speaker_boost)
 
 __all__ = ["FindParams", "run_find"]
 
@@ -258,6 +259,11 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
                 c["parts"]["question_penalty"] = cfg.question_penalty
                 demoted += 1
         tracer.step("question_penalty", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
+
+    # 8d. assistant turns, unless the query speaks to the assistant.
+    if cfg.assistant_turn_factor != 1.0 and p.strategy != "flat" and not addresses_assistant(query):
+        demoted = assistant_turns(cands, cfg.assistant_turn_factor)
+        tracer.step("assistant_turns", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
 
     # 9. heuristic rerank.
     scored = _rerank(cands, p, cfg)

@@ -14,7 +14,8 @@ from typing import Any
 from .fusion import norm_name
 from .rerank import freshness
 
-__all__ = ["apply_strategies", "asks_question", "co_retrieval", "only_asks", "reply_scores", "speaker_boost"]
+__all__ = ["addresses_assistant", "apply_strategies", "asks_question", "assistant_turns", "co_retrieval", "only_asks",
+           "reply_scores", "speaker_boost"]
 
 PREFERENCE_CATEGORIES = frozenset({"preference", "profile"})
 
@@ -197,3 +198,40 @@ def reply_scores(cands: dict[int, dict[str, Any]], replies: dict[int, int], boos
         if earned > out.get(r_rid, 0.0):
             out[r_rid] = earned
     return out
+
+
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b|[你您]", re.IGNORECASE)
+
+
+def addresses_assistant(query: str) -> bool:
+    """Whether a query speaks to the assistant in the second person ("you", "your", 你, 您), as questions about
+    what the assistant said do ("Can you remind me which hotel you recommended?").
+
+    Args:
+        query: the query text.
+
+    Returns:
+        True when a second-person word occurs.
+    """
+    return _SECOND_PERSON.search(query) is not None
+
+
+def assistant_turns(cands: dict[int, dict[str, Any]], factor: float) -> int:
+    """Multiply the score of every candidate that is an assistant's turn (role ``assistant`` in its metadata) by
+    ``factor``, recorded in its ``parts`` as ``assistant_turn``; the caller skips this for queries that
+    :func:`addresses_assistant`.
+
+    Args:
+        cands: rowid -> candidate dict with ``entry`` (an ``EntryView``), ``score``, ``parts``.
+        factor: the multiplier (``retrieval.assistant_turn_factor``).
+
+    Returns:
+        Number of candidates multiplied.
+    """
+    n = 0
+    for c in cands.values():
+        if c["entry"].category == "turn" and c["entry"].role() == "assistant":
+            c["score"] *= factor
+            c["parts"]["assistant_turn"] = factor
+            n += 1
+    return n

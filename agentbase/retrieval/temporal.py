@@ -161,7 +161,8 @@ _PATTERNS = [(re.compile(p, re.IGNORECASE), fn) for p, fn in [
      rf"({_MON_ANY})\b\.?)(?:,?\s+(\d{{4}}))?\b(?!:)", lambda m, r: _day(
          r, int(m[5]) if m[5] else None, _MON[(m[1] or m[4]).lower()], int(m[2] or m[3]))),
     (rf"\b(?P<pre>in|during|since|after|before|until|till|from|of|early|late|mid|throughout|last|this|next)"
-     rf"(?:\s+|-)(?P<mon>{_MON_FULL})\b(?:,?\s+(?:of\s+)?(?P<year>\d{{4}})\b)?", _month),
+     rf"(?:\s+|-)(?P<mon>{_MON_FULL})\b(?!\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b)(?:,?\s+(?:of\s+)?(?P<year>\d{{4}})\b)?",
+     _month),
     (rf"\b(?:(?:between|from|in|during)\s+)?(?P<m1>{_MON_FULL})(?:\s+(?P<y1>\d{{4}}))?\s*(?:-|–|to|through"
      rf"|till|until|and)\s*(?P<m2>{_MON_FULL})\b(?:,?\s+(?P<y2>\d{{4}})\b)?", _month_range),
     (rf"\b(?P<pre>)(?P<mon>{_MON_ANY})\.?,?\s+(?P<year>(?:19|20)\d{{2}})\b", _month),
@@ -187,6 +188,16 @@ _MOD_HEAD = re.compile(r"(since|after|before|until|till)\b", re.IGNORECASE)
 _MOD_ZH = re.compile(r"\s*(以来|之后|以后|之前|以前)")
 _MOD_KIND = {"以来": "since", "之后": "after", "以后": "after", "之前": "before", "以前": "before",
              "prior": "before", "till": "until"}
+
+
+_SHIFT = timedelta(days=400)  # moves every relative expression (a day, week, month and year all differ)
+
+
+def _evaluate(i: int, m: re.Match, ref: datetime):
+    try:  # a date outside datetime's range (years 1-9999) counts as no match
+        return _PATTERNS[i][1](m, ref)
+    except (ValueError, OverflowError):
+        return None
 
 
 def has_time_expression(query: str) -> bool:
@@ -220,19 +231,28 @@ def parse_time_range(query: str, reference_time: datetime) -> TimeRange | None:
     ref = reference_time if reference_time.tzinfo else reference_time.replace(tzinfo=timezone.utc)
     found = sorted((m.start(), -len(m[0]), i, m) for i, (rx, _) in enumerate(_PATTERNS)
                    for m in rx.finditer(query))
-    plain, bounds, spans, grans, last_end = [], [], [], [], -1
+    kept, last_end = [], -1
     for start, _, i, m in found:
-        try:  # a date outside datetime's range (years 1-9999) counts as no match
-            res = None if start < last_end else _PATTERNS[i][1](m, ref)
-        except (ValueError, OverflowError):
-            res = None
-        if res is None:
-            continue
-        lo, hi, gran = res
+        res = None if start < last_end else _evaluate(i, m, ref)
+        if res is not None:
+            # An expression is absolute when another reference time gives it the same range ("on 3 June, 2023").
+            kept.append([start, i, m, res, res == _evaluate(i, m, ref + _SHIFT)])
+            zh = _MOD_ZH.match(query, m.end())
+            last_end = zh.end() if zh else m.end()
+    anchors = [k[3][1] for k in kept if k[4]]
+    if anchors and not all(k[4] for k in kept):
+        # Relative words are read from the latest date the query names: "last weekend before April 10, 2023" is
+        # the weekend before that day, "recently, as mentioned on 3 June, 2023" the days before 3 June.
+        anchor = max(anchors).astimezone(ref.tzinfo) - _US
+        for k in kept:
+            if not k[4]:
+                k[3] = _evaluate(k[1], k[2], anchor) or k[3]
+    plain, bounds, spans, grans = [], [], [], []
+    for start, _, m, (lo, hi, gran), _ in kept:
         zh, head = _MOD_ZH.match(query, m.end()), _MOD_HEAD.match(m[0])
         pre = None if zh or head else _MOD_BEFORE.search(query, max(0, start - 12), start)
-        start, last_end, mod = pre.start() if pre else start, zh.end() if zh else m.end(), head or zh or pre
-        spans.append((start, last_end))
+        mod = head or zh or pre
+        spans.append((pre.start() if pre else start, zh.end() if zh else m.end()))
         kind = _MOD_KIND.get(w := mod[1].lower().split()[0], w) if mod else None
         (bounds if kind else plain).append({None: (lo, hi), "since": (lo, ref + _US), "before": (_EPOCH, lo),
                                             "after": (hi, ref + _US), "until": (_EPOCH, hi)}[kind])

@@ -93,6 +93,13 @@ class EntryView:
         """The full :class:`Entry` of this row."""
         return row_to_entry(self.row)
 
+    def role(self) -> str | None:
+        """A turn's message role (``metadata["role"]``), parsed on demand; None for other entries."""
+        if self.category != "turn":
+            return None
+        role = json.loads(self.row[_AT["metadata"]]).get("role")
+        return role if isinstance(role, str) else None
+
 
 def row_to_history(row: tuple) -> HistoryEvent:
     """Map ``(id, entry_id, event, old_value, new_value, metadata, created_at)`` to a :class:`HistoryEvent`."""
