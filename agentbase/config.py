@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as _PydanticError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
@@ -54,6 +54,16 @@ class _Section(_CheckedAssignment, BaseModel):
 
     model_config = ConfigDict(validate_assignment=True, allow_inf_nan=False, extra="forbid")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic reads True as 1 for an int or float field: "turn_context_embed_chars: true" would embed 1 character
+        if isinstance(value, bool) and info.field_name in cls.model_fields:
+            annotation = cls.model_fields[info.field_name].annotation
+            if annotation in (int, float, int | None, float | None):
+                raise ValueError(f"expected a number, got the boolean {value}")
+        return value
+
 
 class StorageSettings(_Section):
     """SQLite connection settings."""
@@ -90,6 +100,14 @@ class EmbedderSettings(_Section):
 
 class IngestSettings(_Section):
     """Zero-LLM ingest settings."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "turn_context_embed" in data:
+            raise ValueError("ingest.turn_context_embed was replaced by ingest.turn_context_embed_chars (characters "
+                             "of the reply context to embed; 0 = none)")
+        return data
 
     # Jaccard similarity of word shingles that counts as the same fact
     near_duplicate_threshold: float = Field(default=0.9, ge=0, le=1)

@@ -601,14 +601,11 @@ async def test_reply_context_is_embedded_cut_and_keyword_indexed_whole(tmp_path,
         await db.close()
 
 
-def _vectors_by_category(path, category):
-    import sqlite3
-    conn = sqlite3.connect(path)
-    try:
-        rows = conn.execute("SELECT m.vector FROM embeddings m JOIN entries e ON e.rid = m.rid "
-                            "WHERE e.category = ? ORDER BY e.rid", (category,)).fetchall()
-    finally:
-        conn.close()
+async def _vectors_by_category(db, category):
+    """Stored vectors of ``db``'s entries of ``category``, read through its own connection (a second SQLite
+    library must not open the file while the engine has it open)."""
+    rows = await db.db.fetchall("SELECT m.vector FROM embeddings m JOIN entries e ON e.rid = m.rid "
+                                "WHERE e.category = ? ORDER BY e.rid", (category,))
     return [np.frombuffer(r[0], dtype=np.float32) for r in rows]
 
 
@@ -633,10 +630,9 @@ async def test_summary_vector_is_the_mean_of_its_turns_or_its_text(tmp_path, mod
         await db.commit_session(s.id)
         assert await db.flush() == 0
         summary = (await db.find("beagle Biscuit", user_id="u", mode="fts", top_k=20, category="summary"))[0]
+        turns, [stored] = await _vectors_by_category(db, "turn"), await _vectors_by_category(db, "summary")
     finally:
         await db.close()
-    turns = _vectors_by_category(tmp_path / "sum.db", "turn")
-    [stored] = _vectors_by_category(tmp_path / "sum.db", "summary")
     assert len(turns) == 3  # the user turns (ingest.embed_roles)
     if mode == "turn_mean":
         mean = np.mean(turns, axis=0)
@@ -649,8 +645,6 @@ async def test_summary_vector_is_the_mean_of_its_turns_or_its_text(tmp_path, mod
 async def test_summary_mean_waits_for_turns_another_batch_is_embedding(tmp_path):
     """A summary claimed while its session's turns are held by another batch (another process's lease) is put back
     without an attempt and averaged once they are done, never over a partial session."""
-    import sqlite3
-
     from datetime import timedelta
 
     from agentbase import AgentBase
@@ -667,24 +661,58 @@ async def test_summary_mean_waits_for_turns_another_batch_is_embedding(tmp_path)
         s = await db.create_session(user_id="u")
         await db.add_messages(s.id, _TURNS)
         await db.commit_session(s.id)
-        conn = sqlite3.connect(path)
         lease = to_db_time(utcnow() + timedelta(seconds=30))
-        with conn:  # another process holds the turns' jobs for 30 s
-            conn.execute("UPDATE jobs SET status = 'running', next_run_at = ? WHERE kind = 'embed' "
-                         "AND target IN (SELECT id FROM entries WHERE category = 'turn')", (lease,))
+        async with db.db.transaction() as conn:  # another process holds the turns' jobs for 30 s
+            await conn.execute("UPDATE jobs SET status = 'running', next_run_at = ? WHERE kind = 'embed' "
+                               "AND target IN (SELECT id FROM entries WHERE category = 'turn')", (lease,))
         db.worker.enabled = True
         await db.worker.run_once()  # claims the facts and the summary, not the held turns
-        status, attempts, next_run = conn.execute(
+        status, attempts, next_run = await db.db.fetchone(
             "SELECT j.status, j.attempts, j.next_run_at FROM jobs j JOIN entries e ON e.id = j.target "
-            "WHERE e.category = 'summary'").fetchone()
+            "WHERE e.category = 'summary'")
         assert (status, attempts) == ("pending", 0) and next_run < lease  # due again soon, not at the lease's end
-        assert _vectors_by_category(path, "summary") == []
-        with conn:  # the other process gave up its batch
-            conn.execute("UPDATE jobs SET status = 'pending', next_run_at = '1970-01-01' WHERE status = 'running'")
-        conn.close()
+        assert await _vectors_by_category(db, "summary") == []
+        async with db.db.transaction() as conn:  # the other process gave up its batch
+            await conn.execute("UPDATE jobs SET status = 'pending', next_run_at = '1970-01-01' "
+                               "WHERE status = 'running'")
         assert await db.flush(timeout=60) == 0
+        turns, [stored] = await _vectors_by_category(db, "turn"), await _vectors_by_category(db, "summary")
     finally:
         await db.close()
-    turns, [stored] = _vectors_by_category(path, "turn"), _vectors_by_category(path, "summary")
     mean = np.mean(turns, axis=0)
     np.testing.assert_allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
+
+
+async def test_summary_mean_follows_a_later_commit_and_an_edited_turn(tmp_path):
+    """A commit that adds a turn without changing the summary's text, and an edit of a turn, still refresh the
+    summary's mean (a helper's finding: the vector had stayed the first commit's)."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+
+    path = tmp_path / "follow.db"
+    db = AgentBase(path, settings=load_settings(ner="regex"), embedder=HashEmbedder(64))
+
+    async def assert_mean() -> None:
+        turns, [stored] = await _vectors_by_category(db, "turn"), await _vectors_by_category(db, "summary")
+        mean = np.mean(turns, axis=0)
+        np.testing.assert_allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
+
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_message(s.id, "user", "I play tennis every Sunday with my sister")
+        await db.commit_session(s.id)
+        await db.flush()
+        await assert_mean()
+        summary = (await db.find("tennis", user_id="u", mode="fts", category="summary"))[0].text
+        await db.add_message(s.id, "user", "ok")
+        await db.commit_session(s.id)
+        await db.flush()
+        assert (await db.find("tennis", user_id="u", mode="fts", category="summary"))[0].text == summary
+        assert len(await _vectors_by_category(db, "turn")) == 2
+        await assert_mean()
+        turn = (await db.find("tennis Sunday", user_id="u", mode="fts", category="turn"))[0]
+        await db.update(turn.entry.id, "I play squash every Sunday with my sister")
+        await db.flush()
+        await assert_mean()
+    finally:
+        await db.close()

@@ -220,3 +220,30 @@ def test_unknown_key_in_yaml_is_a_config_error_and_benchmark_configs_load(tmp_pa
     assert configs
     for path in configs:
         load_settings(path)
+
+
+@pytest.mark.parametrize(("section", "key"), [("ingest", "turn_context_embed_chars"),
+                                              ("retrieval", "assistant_turn_factor"), ("retrieval", "rrf_k")])
+def test_numeric_settings_refuse_booleans(section, key):
+    """pydantic reads True as 1: "turn_context_embed_chars: true" (the old boolean key's habit) would embed one
+    character of context. Loading and assigning both refuse it and change nothing."""
+    from agentbase.config import load_settings
+    from agentbase.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="boolean"):
+        load_settings(**{section: {key: True}})
+    settings = load_settings()
+    before = getattr(getattr(settings, section), key)
+    with pytest.raises(ConfigError, match="boolean"):
+        setattr(getattr(settings, section), key, False)
+    assert getattr(getattr(settings, section), key) == before
+    settings.ingest.drop_vocatives = False  # a boolean setting still takes booleans
+    assert settings.ingest.drop_vocatives is False
+
+
+def test_the_renamed_context_key_says_what_replaced_it():
+    from agentbase.config import load_settings
+    from agentbase.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="turn_context_embed_chars"):
+        load_settings(ingest={"turn_context_embed": False})

@@ -112,6 +112,33 @@ def test_parse_time_range_reads_relative_words_from_a_named_date():
     assert (both.date_from, both.date_to) == (day(2022, 5, 1), day(2022, 7, 1) - US)
 
 
+def test_parse_time_range_since_dates_anchor_nothing_and_ranges_never_invert():
+    ref = datetime(2023, 7, 1, tzinfo=UTC)
+    since = parse_time_range("What did I do yesterday, since June 28, 2023?", ref)  # yesterday is 06-30
+    assert (since.date_from, since.date_to) == (day(2023, 6, 30), day(2023, 7, 1) - US)
+    future = parse_time_range("after August 3, 2023", ref)  # a date after the reference time: open future
+    assert future.date_from == day(2023, 8, 4) and future.date_to.year == 9999
+    early = parse_time_range("before 1960", ref)  # before 1970: the open start moves back
+    assert early.date_from.year == 1 and early.date_to == day(1960, 1, 1) - US
+    months = parse_time_range("between March 2023 and June", ref)
+    assert (months.date_from, months.date_to) == (day(2023, 3, 1), day(2023, 7, 1) - US)
+    queries = ["since June 1, 2024", "since 2030", "until 1950", "before 1 January 1900", "from May 2023 to June",
+               "after February and before May", "recently, since March 1, 2023"]
+    for q in queries:
+        tr = parse_time_range(q, ref)
+        assert tr is not None and tr.date_from <= tr.date_to, q
+
+
+@pytest.mark.parametrize(("query", "ref"), [
+    ("十十天前", REF), ("最近十十天", REF), ("十十月", REF),  # numerals the rules cannot read: no match
+    ("yesterday", datetime(9999, 12, 30, tzinfo=UTC)), ("last week before January 1, 0001", REF),
+    ("January 1, 0001", datetime(1, 1, 2, tzinfo=ZoneInfo("Pacific/Kiritimati"))),
+])
+def test_parse_time_range_never_raises_at_the_edges(query, ref):
+    tr = parse_time_range(query, ref)
+    assert tr is None or tr.date_from <= tr.date_to
+
+
 def test_parse_time_range_before_a_full_date_is_that_day():
     # "before August" must not swallow the day number: the bound is the day, not the month
     tr = parse_time_range("What did John do the week before August 3, 2023?", REF)
@@ -542,6 +569,7 @@ def test_addresses_assistant():
     assert addresses_assistant("What was YOUR suggestion for the trip?") and addresses_assistant("你推荐的酒店是哪家？")
     assert not addresses_assistant("What time do I stop checking work emails?")
     assert not addresses_assistant("Where did Youssef move? Is the yoghurt in the U.S. store?")
+    assert addresses_assistant("ｙｏｕ said pottery?") and addresses_assistant("妳推薦的書")  # NFKC; Traditional 妳
 
 
 async def test_assistant_turns_yield_to_the_users_words_unless_the_query_speaks_to_the_assistant(tmp_path):

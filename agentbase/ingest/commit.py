@@ -33,6 +33,7 @@ from .dedup import content_hash, harden_confidence
 from .facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
 from .summary import summarize_session
 from .tiers import l0_abstract, l1_overview
+from .worker import SESSION_SUMMARY
 
 __all__ = ["TURN_ROLES", "commit_session", "enrich_session", "settle", "settle_owners_of"]
 
@@ -389,7 +390,7 @@ async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str,
         await update_entry_row(conn, existing[0], old, new, engine=ab.db.vector_engine)
         return old.id
     entry = ab._build_entry(text, category="summary", tags=_summary_tags(text, turn_tags, []),
-                            metadata={"source": "session_summary"}, scope=Scope.SESSION,
+                            metadata={"source": SESSION_SUMMARY}, scope=Scope.SESSION,
                             owners={**owners, "session_id": session.id}, confidence=1.0, importance=0.5,
                             event_time=from_db_time(last_time[0]), context_type=ContextType.MEMORY, entry_id=None,
                             extra={}, extract_entities=False)

@@ -28,6 +28,7 @@ from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
 from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
+from ..storage.entries import enqueue_job
 from ..timeutil import to_db_time
 from ._text import cut_text
 
@@ -40,6 +41,7 @@ LEASE_S = 30  # seconds a claimed batch stays reserved; a crashed process's jobs
 STOP_WAIT_S = 30.0  # stop() waits this long for the batch in progress, then cancels it
 MAX_ATTEMPTS = 6
 MAX_BACKOFF_S = 300
+SESSION_SUMMARY = "session_summary"  # metadata["source"] of the summaries commit_session writes
 DEFER_S = 0.5  # a session summary waiting for its turns' vectors (ingest.summary_vector) is tried again after this
 
 
@@ -289,7 +291,8 @@ class EmbeddingWorker(JobWorker):
     async def _process(self, claimed: list[tuple]) -> int:
         ids = [c[1] for c in claimed]
         rows = await self.db.fetchall(
-            f"SELECT id, rid, name, description, l2_full, content_hash, category, session_id FROM entries WHERE id "
+            f"SELECT id, rid, name, description, l2_full, content_hash, category, session_id, "
+            f"json_extract(metadata, '$.source') = '{SESSION_SUMMARY}' FROM entries WHERE id "
             f"IN ({','.join('?' * len(ids))})", ids)
         by_id = {r[0]: r for r in rows}
         means: set[str] = set()  # summaries that get their session's mean turn vector
@@ -330,9 +333,25 @@ class EmbeddingWorker(JobWorker):
                         await upsert_vector(conn, self.db.vector_engine, row[1], vec)
                 await conn.execute("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL "
                                    "WHERE id = ? AND status = 'running'", (stamp, job_id))
+            if self.summary_turn_mean:
+                await self._rearm_summaries(conn, by_id, claimed, stamp)
             await conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT MAX(seq) FROM vector_log) - ?",
                                (LOG_KEEP,))
         return len(claimed)
+
+    async def _rearm_summaries(self, conn: Any, by_id: dict[str, tuple], claimed: list[tuple], stamp: str) -> None:
+        """Queue the summaries of the sessions whose turns this batch embedded again, so their mean follows the
+        turns (a later commit that leaves the summary's text as it was, an edited turn)."""
+        done = {c[1] for c in claimed}
+        sessions = {by_id[t][7] for t in done if t in by_id and by_id[t][6] == "turn" and by_id[t][7]}
+        if not sessions:
+            return
+        rows = await (await conn.execute(
+            f"SELECT id FROM entries WHERE category = 'summary' AND json_extract(metadata, '$.source') = ? "
+            f"AND session_id IN ({','.join('?' * len(sessions))})", [SESSION_SUMMARY, *sessions])).fetchall()
+        for (summary_id,) in rows:
+            if summary_id not in done:
+                await enqueue_job(conn, "embed", summary_id, stamp)
 
     async def _turn_mean_plan(self, by_id: dict[str, tuple], batch: set[str]) -> tuple[set[str], dict[str, str]]:
         """Which summaries of the batch get their session's mean turn vector, and which must wait: ``(means,
@@ -340,7 +359,7 @@ class EmbeddingWorker(JobWorker):
         embedding job outside this batch that is not done (the batch claimed before it, still embedding, or a turn
         whose embedding failed and waits to retry), else it would average a partial session; it is embedded from
         its text when its session has no turn that has or will get a vector (``ingest.embed_roles``)."""
-        sessions = {r[7] for r in by_id.values() if r[6] == "summary" and r[7]}
+        sessions = {r[7] for r in by_id.values() if r[6] == "summary" and r[7] and r[8]}
         if not sessions:
             return set(), {}
         rows = await self.db.fetchall(
@@ -355,7 +374,7 @@ class EmbeddingWorker(JobWorker):
         for sid, eid, status, next_run_at in rows:
             if status in ("pending", "running") and eid not in batch:
                 due[sid] = max(due.get(sid, soon), (next_run_at or soon) if status == "pending" else soon)
-        means = {eid for eid, r in by_id.items() if r[6] == "summary" and r[7] in {row[0] for row in rows}}
+        means = {eid for eid, r in by_id.items() if r[6] == "summary" and r[8] and r[7] in {row[0] for row in rows}}
         return means, {eid: due[by_id[eid][7]] for eid in means if by_id[eid][7] in due}
 
     async def _defer(self, due: dict[int, str]) -> None:

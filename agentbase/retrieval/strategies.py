@@ -7,6 +7,7 @@ Each strategy multiplies candidate scores; the multipliers are documented here a
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from datetime import datetime
 from typing import Any
@@ -200,12 +201,13 @@ def reply_scores(cands: dict[int, dict[str, Any]], replies: dict[int, int], boos
     return out
 
 
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b|[你您]", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves)\b|[你您妳]", re.IGNORECASE)
 
 
 def addresses_assistant(query: str) -> bool:
-    """Whether a query speaks to the assistant in the second person ("you", "your", 你, 您), as questions about
-    what the assistant said do ("Can you remind me which hotel you recommended?").
+    """Whether a query speaks to the assistant in the second person ("you", "your", 你, 您, 妳; NFKC-folded like
+    indexed text, so full-width letters count), as questions about what the assistant said do ("Can you remind me
+    which hotel you recommended?").
 
     Args:
         query: the query text.
@@ -213,7 +215,7 @@ def addresses_assistant(query: str) -> bool:
     Returns:
         True when a second-person word occurs.
     """
-    return _SECOND_PERSON.search(query) is not None
+    return _SECOND_PERSON.search(unicodedata.normalize("NFKC", query)) is not None
 
 
 def assistant_turns(cands: dict[int, dict[str, Any]], factor: float) -> int:

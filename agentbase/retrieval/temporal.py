@@ -190,13 +190,14 @@ _MOD_KIND = {"以来": "since", "之后": "after", "以后": "after", "之前": 
              "prior": "before", "till": "until"}
 
 
+_FIRST = datetime(1, 1, 2, tzinfo=timezone.utc)  # the earliest open start (a day in, so any time zone can hold it)
 _SHIFT = timedelta(days=400)  # moves every relative expression (a day, week, month and year all differ)
 
 
 def _evaluate(i: int, m: re.Match, ref: datetime):
-    try:  # a date outside datetime's range (years 1-9999) counts as no match
+    try:  # a date outside datetime's range (years 1-9999), or numerals the rules cannot read, count as no match
         return _PATTERNS[i][1](m, ref)
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, KeyError):
         return None
 
 
@@ -229,41 +230,56 @@ def parse_time_range(query: str, reference_time: datetime) -> TimeRange | None:
     if not has_time_expression(query):
         return None
     ref = reference_time if reference_time.tzinfo else reference_time.replace(tzinfo=timezone.utc)
+    try:
+        return _parse(query, ref)
+    except OverflowError:  # a reference time or date at the edge of datetime's range (years 1-9999)
+        return None
+
+
+def _parse(query: str, ref: datetime) -> TimeRange | None:
     found = sorted((m.start(), -len(m[0]), i, m) for i, (rx, _) in enumerate(_PATTERNS)
                    for m in rx.finditer(query))
-    kept, last_end = [], -1
+    other = ref - _SHIFT if ref.year > 5000 else ref + _SHIFT
+    kept, last_end = [], -1  # [start, pattern, match, (lo, hi, granularity), absolute, modifier kind]
     for start, _, i, m in found:
         res = None if start < last_end else _evaluate(i, m, ref)
-        if res is not None:
-            # An expression is absolute when another reference time gives it the same range ("on 3 June, 2023").
-            kept.append([start, i, m, res, res == _evaluate(i, m, ref + _SHIFT)])
-            zh = _MOD_ZH.match(query, m.end())
-            last_end = zh.end() if zh else m.end()
-    anchors = [k[3][1] for k in kept if k[4]]
+        if res is None:
+            continue
+        zh, head = _MOD_ZH.match(query, m.end()), _MOD_HEAD.match(m[0])
+        pre = None if zh or head else _MOD_BEFORE.search(query, max(0, start - 12), start)
+        mod = head or zh or pre
+        kind = _MOD_KIND.get(w := mod[1].lower().split()[0], w) if mod else None
+        # An expression is absolute when another reference time gives it the same range ("on 3 June, 2023").
+        kept.append([pre.start() if pre else start, i, m, res, res == _evaluate(i, m, other), kind,
+                     zh.end() if zh else m.end()])
+        last_end = zh.end() if zh else m.end()
+    # Relative words are read from the latest date the question names as a point or an end ("last weekend before
+    # April 10, 2023" is the weekend before that day, "recently, as mentioned on 3 June, 2023" the days before
+    # 3 June); a since/after date starts a period that runs to the reference time, so it anchors nothing.
+    anchors = [k[3][1] for k in kept if k[4] and k[5] not in ("since", "after")]
     if anchors and not all(k[4] for k in kept):
-        # Relative words are read from the latest date the query names: "last weekend before April 10, 2023" is
-        # the weekend before that day, "recently, as mentioned on 3 June, 2023" the days before 3 June.
         anchor = max(anchors).astimezone(ref.tzinfo) - _US
         for k in kept:
             if not k[4]:
                 k[3] = _evaluate(k[1], k[2], anchor) or k[3]
-    plain, bounds, spans, grans = [], [], [], []
-    for start, _, m, (lo, hi, gran), _ in kept:
-        zh, head = _MOD_ZH.match(query, m.end()), _MOD_HEAD.match(m[0])
-        pre = None if zh or head else _MOD_BEFORE.search(query, max(0, start - 12), start)
-        mod = head or zh or pre
-        spans.append((pre.start() if pre else start, zh.end() if zh else m.end()))
-        kind = _MOD_KIND.get(w := mod[1].lower().split()[0], w) if mod else None
-        (bounds if kind else plain).append({None: (lo, hi), "since": (lo, ref + _US), "before": (_EPOCH, lo),
-                                            "after": (hi, ref + _US), "until": (_EPOCH, hi)}[kind])
-        grans.append("open" if kind else gran)
-    if not spans:
+    if not kept:
         return None
-    lo = min((p[0] for p in plain), default=_EPOCH)
-    hi = max((p[1] for p in plain), default=datetime.max.replace(tzinfo=timezone.utc))
+    now, future = ref + _US, datetime.max.replace(tzinfo=timezone.utc) - timedelta(days=2)
+    plain, bounds = [], []
+    for _, _, _, (lo, hi, _), _, kind, _ in kept:
+        if kind is None:
+            plain.append((lo, hi))
+            continue
+        early = _EPOCH if lo > _EPOCH else _FIRST  # open start: 1970, or year 1 for a date before 1970
+        bounds.append({"since": (lo, max(now, hi)), "after": (hi, now if now > hi else future),
+                       "before": (early, lo), "until": (early, hi)}[kind])
+    lo = min([p[0] for p in plain] or [b[0] for b in bounds])
+    hi = max((p[1] for p in plain), default=future)
     for b_lo, b_hi in bounds:
         lo, hi = max(lo, b_lo), min(hi, b_hi)
     if lo >= hi:  # contradictory bounds: fall back to the hull of everything found
         lo, hi = min(p[0] for p in plain + bounds), max(p[1] for p in plain + bounds)
+    grans = ["open" if k[5] else k[3][2] for k in kept]
+    spans = tuple((k[0], k[6]) for k in kept)
     return TimeRange(lo.astimezone(timezone.utc), (hi - _US).astimezone(timezone.utc),
-                     query[spans[0][0]:spans[0][1]], grans[0] if len(grans) == 1 else "span", tuple(spans))
+                     query[spans[0][0]:spans[0][1]], grans[0] if len(grans) == 1 else "span", spans)
