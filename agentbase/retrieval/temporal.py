@@ -11,7 +11,12 @@ Precompiled regexes (English, Chinese) find the expressions; ``dateparser`` only
   "last Saturday" or a bare weekday: the latest such day before today; 上周六: Saturday of the previous
   calendar week. "in May": the latest May that has begun.
 * Rolling windows end at ``reference_time``: "the past 3 days", 最近三天, "recently"/最近 (:data:`RECENT_DAYS`
-  days). "since/after X": X .. ref; "before/until X": 1970 .. X; several: hull, intersected with those.
+  days). "since/after X": X .. ref (an "after" date past ref: X .. the far future); "before/until X": 1970 (year 1
+  for X before 1970) .. X; several: hull, intersected with those.
+* A query that names a calendar date as a point or an end ("on 3 June, 2023", "before April 10, 2023") reads its
+  relative words from that date instead of ``reference_time``: "last weekend before April 10, 2023" is 8-9 April.
+* Never raises: a date or reference time at the edge of datetime's range (years 1-9999), or numerals the rules
+  cannot read, give no match.
 """
 
 from __future__ import annotations
