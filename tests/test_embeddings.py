@@ -684,8 +684,8 @@ async def test_summary_mean_waits_for_turns_another_batch_is_embedding(tmp_path)
 
 
 async def test_summary_mean_follows_a_later_commit_and_an_edited_turn(tmp_path):
-    """A commit that adds a turn without changing the summary's text, and an edit of a turn, still refresh the
-    summary's mean (a helper's finding: the vector had stayed the first commit's)."""
+    """A commit that adds a turn without changing the summary's text, an edit of a turn and a deleted turn still
+    refresh the summary's mean (a helper's finding: the vector had stayed the first commit's)."""
     from agentbase import AgentBase
     from agentbase.config import load_settings
 
@@ -713,6 +713,10 @@ async def test_summary_mean_follows_a_later_commit_and_an_edited_turn(tmp_path):
         turn = (await db.find("tennis Sunday", user_id="u", mode="fts", category="turn"))[0]
         await db.update(turn.entry.id, "I play squash every Sunday with my sister")
         await db.flush()
+        await assert_mean()
+        await db.delete(turn.entry.id)  # the summary's mean drops a forgotten turn
+        await db.flush()
+        assert len(await _vectors_by_category(db, "turn")) == 1
         await assert_mean()
     finally:
         await db.close()

@@ -25,7 +25,7 @@ from ..models import ContextType, Message, Scope, Session, utcnow
 from ..ner import TAG_PREFIX, entity_tags, tag_for
 from ..ner.base import mention_pattern
 from ..ner.vocative import drop_vocatives
-from ..storage.entries import (ENTRY_COLUMNS, entry_columns, enqueue_job, insert_entries, insert_entry,
+from ..storage.entries import (ENTRY_COLUMNS, SESSION_SUMMARY, entry_columns, enqueue_job, insert_entries, insert_entry,
                                record_history, row_to_entry, set_derived_tags, update_entry_row)
 from ..timeutil import from_db_time, to_db_time
 from ._text import cut_text
@@ -33,7 +33,6 @@ from .dedup import content_hash, harden_confidence
 from .facts import KEY_DESCRIPTIONS, extract_facts, resolve_time
 from .summary import summarize_session
 from .tiers import l0_abstract, l1_overview
-from .worker import SESSION_SUMMARY
 
 __all__ = ["TURN_ROLES", "commit_session", "enrich_session", "settle", "settle_owners_of"]
 

@@ -28,7 +28,7 @@ from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
 from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
-from ..storage.entries import enqueue_job
+from ..storage.entries import SESSION_SUMMARY, enqueue_job
 from ..timeutil import to_db_time
 from ._text import cut_text
 
@@ -41,7 +41,6 @@ LEASE_S = 30  # seconds a claimed batch stays reserved; a crashed process's jobs
 STOP_WAIT_S = 30.0  # stop() waits this long for the batch in progress, then cancels it
 MAX_ATTEMPTS = 6
 MAX_BACKOFF_S = 300
-SESSION_SUMMARY = "session_summary"  # metadata["source"] of the summaries commit_session writes
 DEFER_S = 0.5  # a session summary waiting for its turns' vectors (ingest.summary_vector) is tried again after this
 
 

@@ -18,6 +18,7 @@ from ..timeutil import from_db_time, to_db_time
 
 __all__ = [
     "ENTRY_COLUMNS",
+    "SESSION_SUMMARY",
     "EntryView",
     "delete_entry_row",
     "enqueue_job",
@@ -38,6 +39,8 @@ ENTRY_COLUMNS = (
 )
 _NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
 _AT = {name: i for i, name in enumerate(_NAMES)}  # column name -> position in a row
+
+SESSION_SUMMARY = "session_summary"  # metadata["source"] of the session summaries commit_session writes
 
 
 def entry_columns(alias: str) -> str:
@@ -258,4 +261,9 @@ async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, no
     await conn.execute("DELETE FROM entries WHERE rid = ?", (rid,))
     await conn.execute("DELETE FROM session_memory_links WHERE entry_id = ?", (entry.id,))
     await conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND target = ?", (entry.id,))
+    if entry.category == "turn" and entry.session_id:  # the session summary's vector may be its turns' mean
+        for (summary_id,) in await (await conn.execute(
+                "SELECT id FROM entries WHERE session_id = ? AND category = 'summary' "
+                "AND json_extract(metadata, '$.source') = ?", (entry.session_id, SESSION_SUMMARY))).fetchall():
+            await enqueue_job(conn, "embed", summary_id, now)
     await record_history(conn, entry.id, "DELETE", entry.l2_full, None, now)
