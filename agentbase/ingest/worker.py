@@ -28,7 +28,7 @@ from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
 from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
-from ..storage.entries import SESSION_SUMMARY, enqueue_job
+from ..storage.entries import SESSION_SUMMARY, requeue_session_summaries
 from ..timeutil import to_db_time
 from ._text import cut_text
 
@@ -291,8 +291,8 @@ class EmbeddingWorker(JobWorker):
         ids = [c[1] for c in claimed]
         rows = await self.db.fetchall(
             f"SELECT id, rid, name, description, l2_full, content_hash, category, session_id, "
-            f"json_extract(metadata, '$.source') = '{SESSION_SUMMARY}' FROM entries WHERE id "
-            f"IN ({','.join('?' * len(ids))})", ids)
+            f"json_extract(metadata, '$.source') = ? FROM entries WHERE id IN ({','.join('?' * len(ids))})",
+            [SESSION_SUMMARY, *ids])
         by_id = {r[0]: r for r in rows}
         means: set[str] = set()  # summaries that get their session's mean turn vector
         if self.summary_turn_mean:
@@ -332,25 +332,14 @@ class EmbeddingWorker(JobWorker):
                         await upsert_vector(conn, self.db.vector_engine, row[1], vec)
                 await conn.execute("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL "
                                    "WHERE id = ? AND status = 'running'", (stamp, job_id))
-            if self.summary_turn_mean:
-                await self._rearm_summaries(conn, by_id, claimed, stamp)
+            if self.summary_turn_mean:  # the mean follows the turns (a later commit, an edited turn)
+                done = {c[1] for c in claimed}
+                await requeue_session_summaries(
+                    conn, {by_id[t][7] for t in done if t in by_id and by_id[t][6] == "turn" and by_id[t][7]},
+                    stamp, skip=done)
             await conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT MAX(seq) FROM vector_log) - ?",
                                (LOG_KEEP,))
         return len(claimed)
-
-    async def _rearm_summaries(self, conn: Any, by_id: dict[str, tuple], claimed: list[tuple], stamp: str) -> None:
-        """Queue the summaries of the sessions whose turns this batch embedded again, so their mean follows the
-        turns (a later commit that leaves the summary's text as it was, an edited turn)."""
-        done = {c[1] for c in claimed}
-        sessions = {by_id[t][7] for t in done if t in by_id and by_id[t][6] == "turn" and by_id[t][7]}
-        if not sessions:
-            return
-        rows = await (await conn.execute(
-            f"SELECT id FROM entries WHERE category = 'summary' AND json_extract(metadata, '$.source') = ? "
-            f"AND session_id IN ({','.join('?' * len(sessions))})", [SESSION_SUMMARY, *sessions])).fetchall()
-        for (summary_id,) in rows:
-            if summary_id not in done:
-                await enqueue_job(conn, "embed", summary_id, stamp)
 
     async def _turn_mean_plan(self, by_id: dict[str, tuple], batch: set[str]) -> tuple[set[str], dict[str, str]]:
         """Which summaries of the batch get their session's mean turn vector, and which must wait: ``(means,
@@ -373,7 +362,8 @@ class EmbeddingWorker(JobWorker):
         for sid, eid, status, next_run_at in rows:
             if status in ("pending", "running") and eid not in batch:
                 due[sid] = max(due.get(sid, soon), (next_run_at or soon) if status == "pending" else soon)
-        means = {eid for eid, r in by_id.items() if r[6] == "summary" and r[8] and r[7] in {row[0] for row in rows}}
+        with_turns = {row[0] for row in rows}
+        means = {eid for eid, r in by_id.items() if r[6] == "summary" and r[8] and r[7] in with_turns}
         return means, {eid: due[by_id[eid][7]] for eid in means if by_id[eid][7] in due}
 
     async def _defer(self, due: dict[int, str]) -> None:

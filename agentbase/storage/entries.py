@@ -27,6 +27,7 @@ __all__ = [
     "insert_entries",
     "insert_entry",
     "record_history",
+    "requeue_session_summaries",
     "row_to_entry",
     "row_to_history",
     "update_entry_row",
@@ -262,8 +263,19 @@ async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, no
     await conn.execute("DELETE FROM session_memory_links WHERE entry_id = ?", (entry.id,))
     await conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND target = ?", (entry.id,))
     if entry.category == "turn" and entry.session_id:  # the session summary's vector may be its turns' mean
-        for (summary_id,) in await (await conn.execute(
-                "SELECT id FROM entries WHERE session_id = ? AND category = 'summary' "
-                "AND json_extract(metadata, '$.source') = ?", (entry.session_id, SESSION_SUMMARY))).fetchall():
-            await enqueue_job(conn, "embed", summary_id, now)
+        await requeue_session_summaries(conn, {entry.session_id}, now)
     await record_history(conn, entry.id, "DELETE", entry.l2_full, None, now)
+
+
+async def requeue_session_summaries(conn: Any, session_ids: set[str], now: str, skip: set[str] = frozenset()) -> None:
+    """Queue an embedding job for the session summaries (``metadata["source"] ==`` :data:`SESSION_SUMMARY`) of
+    ``session_ids``, except the entry ids in ``skip``: a summary's vector can be the mean of its session's turn
+    vectors (``ingest.summary_vector``), which changes when a turn is embedded again or deleted."""
+    if not session_ids:
+        return
+    rows = await (await conn.execute(
+        f"SELECT id FROM entries WHERE category = 'summary' AND json_extract(metadata, '$.source') = ? "
+        f"AND session_id IN ({','.join('?' * len(session_ids))})", [SESSION_SUMMARY, *session_ids])).fetchall()
+    for (summary_id,) in rows:
+        if summary_id not in skip:
+            await enqueue_job(conn, "embed", summary_id, now)
