@@ -310,6 +310,12 @@ class Mem0System:
     """
 
     def __init__(self, embedder: Any, max_chars: int, cache: EmbeddingCache | None, workdir: Path):
+        try:
+            import mem0  # noqa: F401 - not an extra of this project: the comparison pins mem0's own versions
+        except ImportError:
+            raise SystemExit("--compare runs mem0 OSS, which is not installed: pip install -r "
+                             "compat_tests/mem0/requirements.txt (the versions the compatibility suite pins), "
+                             "or pass --no-mem0") from None
         self.root = Path(tempfile.mkdtemp(prefix="mem0-", dir=workdir))
         os.environ["MEM0_TELEMETRY"] = "False"
         os.environ.setdefault("MEM0_DIR", str(self.root / "mem0dir"))
