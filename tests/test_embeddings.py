@@ -718,5 +718,13 @@ async def test_summary_mean_follows_a_later_commit_and_an_edited_turn(tmp_path):
         await db.flush()
         assert len(await _vectors_by_category(db, "turn")) == 1
         await assert_mean()
+        await db.add_message(s.id, "user", "My dog Rex loves the park near the river")
+        await db.commit_session(s.id)
+        await db.flush()
+        rex = (await db.find("Rex park river", user_id="u", mode="fts", category="turn"))[0].entry.id
+        await db.update(rex, category="fact")  # no longer a turn: it leaves the mean
+        await db.flush()
+        assert len(await _vectors_by_category(db, "turn")) == 1
+        await assert_mean()
     finally:
         await db.close()

@@ -242,6 +242,8 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
         changed = [f for f in ("metadata", "tags", "category", "status") if getattr(new, f) != getattr(old, f)]
         if changed:
             await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now, {"fields": changed})
+    if "turn" in (old.category, new.category) and old.category != new.category:  # joins or leaves a turn mean
+        await requeue_session_summaries(conn, {s for s in (old.session_id, new.session_id) if s}, now)
 
 
 async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, now: str) -> None:
