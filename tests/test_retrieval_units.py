@@ -483,6 +483,76 @@ async def test_an_assistant_answer_is_not_lifted_by_the_users_question(tmp_path)
         await db.close()
 
 
+def test_continuations_pick_the_same_speakers_next_turn():
+    from agentbase.retrieval.strategies import continuations
+
+    class View:
+        def __init__(self, name, role="user"):
+            self.name, self._role = name, role
+
+        def role(self):
+            return self._role
+
+    views = {10: View("John"), 11: View("Maria"), 12: View("John"), 13: View("John", "assistant"), 14: View(None)}
+    cands = {1: {"entry": View("John")}, 2: {"entry": View("Maria")}, 3: {"entry": View(None)},
+             4: {"entry": View("John")}}
+    following = {1: [(False, 12), (True, 11)],  # Maria answers, then John goes on
+                 2: [(True, 12), (False, 10)],  # no Maria turn after Maria's
+                 3: [(True, 14)],  # an unnamed speaker's next turn (same role)
+                 4: [(True, 13)]}  # same name, other role
+    assert continuations(cands, [1, 2, 3, 4], following, views) == {1: 12, 3: 14}
+    # the next turn comes first when both are the speaker's (two messages in a row)
+    assert continuations(cands, [1], {1: [(False, 12), (True, 10)]}, views) == {1: 10}
+    assert continuations(cands, [1], {}, views) == {}
+
+
+async def test_a_turn_lifts_the_same_speakers_next_turn(tmp_path):
+    """"Last week we visited a military memorial with my kids." matches the query; John's "They were awestruck and
+    humbled." two turns later shares no word with it and is found through retrieval.continuation_boost."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    settings = load_settings(ner="regex")
+    settings.ingest.turn_context_chars = 0  # keys hold their own words only
+
+    async def build(boost: float, name: str) -> AgentBase:
+        settings.retrieval.continuation_boost = boost
+        db = AgentBase(tmp_path / name, settings=settings.model_copy(deep=True), embedder=HashEmbedder(dims=32))
+        s = await db.create_session(user_id="u")
+        turns = [("John", "Last week we visited a military memorial with my kids.", "2023-08-01T10:00:00Z"),
+                 ("Maria", "That's so moving! How did they react?", "2023-08-01T10:01:00Z"),
+                 ("John", "They were awestruck and humbled.", "2023-08-01T10:02:00Z"),
+                 ("Maria", "I baked cookies for the shelter.", "2023-08-01T10:03:00Z"),
+                 ("Maria", "Want some?", "2023-08-01T10:04:00Z")]
+        for speaker, text, when in turns:
+            await db.add_message(s.id, role="user", content=text, name=speaker, created_at=when)
+        await db.commit_session(s.id)
+        return db
+
+    off, on = await build(0.0, "off.db"), await build(0.6, "on.db")
+    try:
+        q = "military memorial kids"
+        assert [r.entry.l2_full for r in await off.find(q, user_id="u", mode="fts", category="turn")] == \
+            ["Last week we visited a military memorial with my kids."]
+        got = await on.find(q, user_id="u", mode="fts", category="turn", trace=True)
+        assert [r.entry.l2_full for r in got] == ["Last week we visited a military memorial with my kids.",
+                                                  "They were awestruck and humbled."]
+        assert got[1].score_parts["continuation"] == pytest.approx(0.6 * got[0].score_parts["rrf"], rel=1e-3)
+        steps = {s.name: s for s in (await on.get_trace(got[0].trace_id)).steps}
+        assert steps["neighbours"].details["speakers"] == 1 and steps["neighbours"].details["lifted"] == 1
+        # the continuation is looked up inside the query's filters
+        early = await on.find(q, user_id="u", mode="fts", category="turn", date_to="2023-08-01T10:01:30Z")
+        assert [r.entry.l2_full for r in early] == ["Last week we visited a military memorial with my kids."]
+        # Maria's turn after her own is not John's continuation, and "cookies" lends only to "Want some?"
+        cookies = [r.entry.l2_full for r in await on.find("baked cookies", user_id="u", mode="fts",
+                                                          category="turn")]
+        assert cookies == ["I baked cookies for the shelter.", "Want some?"]
+    finally:
+        await off.close()
+        await on.close()
+
+
 def test_only_asks():
     from agentbase.retrieval.strategies import only_asks
 
@@ -543,6 +613,8 @@ async def test_a_turn_that_only_asks_yields_to_its_answer(tmp_path):
     assert on[0][0] == "My doctor said it would help with stress, so I started."
     assert on[1][0] == "Cool! What got you into running marathons?" and on[1][1]["question_penalty"] == 0.5
     assert "question_penalty" not in on[0][1]
+    # a turn that only asks lends to its reply, not to its speaker's next turn
+    assert "I bought new paint for the fence." not in [text for text, _ in on]
 
 
 async def test_turns_spoken_by_the_person_a_query_names_rank_first(tmp_path):

@@ -3,8 +3,8 @@
 1 normalise -> 2 analyse (intents, time range) -> 3 decompose -> 4 candidates (FTS5 BM25 and vector KNN,
 filters inside the SQL; optional legs: BM25 inside the question's own date range, the temporal graph) ->
 5 weighted RRF -> 6 NER and speaker boosts -> 7 query-type strategy -> 8 session co-retrieval, replies to question
-turns, penalty for turns that only ask -> 9 heuristic rerank (+ optional pluggable reranker) -> 10 level, token
-budget, top_k.
+turns and the speaker's next turn, penalty for turns that only ask -> 9 heuristic rerank (+ optional pluggable
+reranker) -> 10 level, token budget, top_k.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from .fusion import max_rrf_score, ner_boost, weighted_rrf
 from .intent import analyze_query
 from .names import vector_query_text
 from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
-from .strategies import (addresses_assistant, apply_strategies, asks_question, assistant_turns, co_retrieval, only_asks,
-                         reply_scores, speaker_boost)
+from .strategies import (addresses_assistant, apply_strategies, asks_question, assistant_turns, co_retrieval,
+                         continuations, only_asks, reply_scores, speaker_boost)
 
 __all__ = ["FindParams", "run_find"]
 
@@ -246,9 +246,9 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         added = co_retrieval(cands)
         tracer.step("co_retrieval", candidates_in=len(cands), candidates_out=len(cands), boosted=added)
 
-    # 8b. replies to the best question turns.
-    if cfg.reply_boost > 0 and p.strategy != "flat":
-        await _replies(db, cands, p.filters, cfg, tracer)
+    # 8b. the best turns lend to the reply after a question and to the speaker's next turn.
+    if (cfg.reply_boost > 0 or cfg.continuation_boost > 0) and p.strategy != "flat":
+        await _neighbours(db, cands, p.filters, cfg, tracer)
 
     # 8c. turns that only ask, once they have lent their score to their replies.
     if cfg.question_penalty != 1.0 and p.strategy != "flat":
@@ -291,45 +291,77 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     return results
 
 
-async def _replies(db: Any, cands: dict[int, dict[str, Any]], filters: Filters, cfg: Any, tracer: Tracer) -> None:
-    """Step 8b: the next turn after each of the best ``reply_pool`` candidates that asks a question, when a person
-    (role ``user``) wrote it, gets ``reply_boost`` x that question's score when higher than its own (loaded if it
-    was not a candidate). The reply is looked up with the query's filters, so it can only be an entry the query
-    may see."""
-    best = sorted(cands, key=lambda r: -cands[r]["score"])[:cfg.reply_pool]
-    questions = [r for r in best if cands[r]["entry"].category == "turn" and asks_question(cands[r]["entry"].l2_full)]
-    if not questions:
-        tracer.step("replies", candidates_in=len(cands), candidates_out=len(cands), questions=0, lifted=0)
+async def _neighbours(db: Any, cands: dict[int, dict[str, Any]], filters: Filters, cfg: Any,
+                      tracer: Tracer) -> None:
+    """Step 8b: the best candidates lend part of their score to the turns that follow them in their session.
+
+    - a reply: each of the best ``reply_pool`` candidates that is a turn asking a question lends ``reply_boost`` x
+      its score to the next turn of its session;
+    - a continuation: each of the best ``continuation_pool`` turns that does not only ask (a question lends to its
+      reply instead) lends ``continuation_boost`` x its score to the same speaker's next turn (same ``name`` and
+      role), when at most one other turn comes between.
+
+    Only a person's turn (role ``user``) is lifted, and it keeps the highest of its own score and what it earns
+    (loaded when it was not a candidate). Targets are looked up with the query's filters, so they can only be
+    entries the query may see. Both lists are taken from the ranking before this step.
+    """
+    order = sorted(cands, key=lambda r: -cands[r]["score"])
+    questions = [r for r in order[:cfg.reply_pool] if cands[r]["entry"].category == "turn"
+                 and asks_question(cands[r]["entry"].l2_full)] if cfg.reply_boost > 0 else []
+    speakers = [r for r in order if cands[r]["entry"].category == "turn" and not only_asks(
+        cands[r]["entry"].l2_full, cfg.question_statement_chars)][:cfg.continuation_pool] \
+        if cfg.continuation_boost > 0 else []
+    sources = list(dict.fromkeys(questions + speakers))
+    if not sources:
+        tracer.step("neighbours", candidates_in=len(cands), candidates_out=len(cands), questions=0, speakers=0,
+                    lifted=0)
         return
     where, params = filters.where("e")
-    # The next turn of the session, when a person wrote it (role user: both speakers of a conversation between
-    # people, the user of an assistant) and the query may see it; an assistant's answer to a user's request is
-    # not lifted (on LongMemEval it only added long replies: tokens@10 1,410 -> 1,610).
-    # Planned by hand: the next seq is computed once per question (MATERIALIZED), and each reply is reached from
+    # The two turns after each source (positions 1 and 2), when a person wrote them (role user: both speakers of a
+    # conversation between people, the user of an assistant) and the query may see them; an assistant's answer
+    # is not lifted (on LongMemEval it only added long replies: tokens@10 1,410 -> 1,610). A position is counted
+    # before the role filter, so an assistant's turn between two user turns still counts as the turn between.
+    # Planned by hand: the next seqs are computed once per source (MATERIALIZED), and each target is reached from
     # its session's links (CROSS JOIN fixes the order). Left to itself SQLite drove the lookup from the owner
     # filter's index and re-ran the next-seq subquery per link row: 55 ms per find on a 10k-entry file, 0.2 now.
+    nxt = ("(SELECT MIN(l3.message_seq) FROM session_memory_links l3 WHERE l3.session_id = {sid} "
+           "AND l3.kind = 'turn' AND l3.message_seq > {seq})")
     rows = await db.fetchall(
-        f"WITH nx AS MATERIALIZED (SELECT q.rid AS qrid, l.session_id AS sid, (SELECT MIN(l3.message_seq) "
-        f"FROM session_memory_links l3 WHERE l3.session_id = l.session_id AND l3.kind = 'turn' "
-        f"AND l3.message_seq > l.message_seq) AS nseq FROM entries q JOIN session_memory_links l "
-        f"ON l.entry_id = q.id AND l.kind = 'turn' WHERE q.rid IN ({','.join('?' * len(questions))})) "
-        f"SELECT nx.qrid, {entry_columns('e')} FROM nx CROSS JOIN session_memory_links l2 "
+        f"WITH n1 AS MATERIALIZED (SELECT q.rid AS qrid, l.session_id AS sid, "
+        f"{nxt.format(sid='l.session_id', seq='l.message_seq')} AS s1 FROM entries q "
+        f"JOIN session_memory_links l ON l.entry_id = q.id AND l.kind = 'turn' "
+        f"WHERE q.rid IN ({','.join('?' * len(sources))})), "
+        f"n2 AS MATERIALIZED (SELECT qrid, sid, s1, {nxt.format(sid='n1.sid', seq='n1.s1')} AS s2 FROM n1) "
+        f"SELECT n2.qrid, l2.message_seq = n2.s1, {entry_columns('e')} FROM n2 CROSS JOIN session_memory_links l2 "
         f"CROSS JOIN entries e ON e.id = l2.entry_id "
-        f"WHERE l2.session_id = nx.sid AND l2.message_seq = nx.nseq AND l2.kind = 'turn' "
+        f"WHERE l2.session_id = n2.sid AND l2.message_seq IN (n2.s1, n2.s2) AND l2.kind = 'turn' "
         f"AND json_extract(e.metadata, '$.role') = 'user' AND {where}",
-        [*questions, *params])
-    earned = reply_scores(cands, {int(row[0]): int(row[1]) for row in rows}, cfg.reply_boost)
-    for row in rows:  # a reply that was not a candidate joins with the row already read
-        if row[1] not in cands:
-            cands[row[1]] = {"entry": EntryView(row[1:]), "score": 0.0, "matched_by": "reply", "parts": {"rrf": 0.0}}
+        [*sources, *params])
+    views: dict[int, EntryView] = {}
+    replies: dict[int, int] = {}
+    following: dict[int, list[tuple[bool, int]]] = {}
+    for row in rows:
+        src, first, rid = int(row[0]), bool(row[1]), int(row[2])
+        views[rid] = cands[rid]["entry"] if rid in cands else EntryView(row[2:])
+        if first:
+            replies[src] = rid
+        following.setdefault(src, []).append((first, rid))
+    asked = set(questions)
+    earned = {"reply_to_question": reply_scores(cands, {q: r for q, r in replies.items() if q in asked},
+                                                cfg.reply_boost),
+              "continuation": reply_scores(cands, continuations(cands, speakers, following, views),
+                                           cfg.continuation_boost)}
     lifted = 0
-    for rid, score in earned.items():
-        if score > cands[rid]["score"]:
-            cands[rid]["score"] = score
-            cands[rid]["parts"]["reply_to_question"] = round(score, 6)
-            lifted += 1
-    tracer.step("replies", candidates_in=len(cands), candidates_out=len(cands), questions=len(questions),
-                lifted=lifted)
+    for part, scores in earned.items():
+        for rid, score in scores.items():
+            if rid not in cands:  # a target that was not a candidate joins with the row already read
+                cands[rid] = {"entry": views[rid], "score": 0.0, "matched_by": part, "parts": {"rrf": 0.0}}
+            if score > cands[rid]["score"]:
+                cands[rid]["score"] = score
+                cands[rid]["parts"][part] = round(score, 6)
+                lifted += 1
+    tracer.step("neighbours", candidates_in=len(cands), candidates_out=len(cands), questions=len(questions),
+                speakers=len(speakers), lifted=lifted)
 
 
 def _rerank(cands: dict[int, dict[str, Any]], p: FindParams, cfg: Any) -> list[int]:

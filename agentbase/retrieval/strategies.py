@@ -15,8 +15,8 @@ from typing import Any
 from .fusion import norm_name
 from .rerank import freshness
 
-__all__ = ["addresses_assistant", "apply_strategies", "asks_question", "assistant_turns", "co_retrieval", "only_asks",
-           "reply_scores", "speaker_boost"]
+__all__ = ["addresses_assistant", "apply_strategies", "asks_question", "assistant_turns", "co_retrieval",
+           "continuations", "only_asks", "reply_scores", "speaker_boost"]
 
 PREFERENCE_CATEGORIES = frozenset({"preference", "profile"})
 
@@ -198,6 +198,34 @@ def reply_scores(cands: dict[int, dict[str, Any]], replies: dict[int, int], boos
         earned = boost * cands[q_rid]["score"]
         if earned > out.get(r_rid, 0.0):
             out[r_rid] = earned
+    return out
+
+
+def continuations(cands: dict[int, dict[str, Any]], speakers: list[int],
+                  following: dict[int, list[tuple[bool, int]]], views: dict[int, Any]) -> dict[int, int]:
+    """The same speaker's next turn after each of ``speakers``: the first of the (at most two) turns that follow it
+    in its session with the same ``name`` and role.
+
+    People go on with what they started after the other side's short answer ("Last week we went to a military
+    memorial with my kids." - "How did they react?" - "They were awestruck and humbled."); the continuation often
+    shares no word with a question about it, and the turn in between often holds only a pronoun.
+
+    Args:
+        cands: rowid -> candidate dict (``entry`` is read for the source's speaker).
+        speakers: rowids of the source turns.
+        following: source rowid -> ``(is_next_turn, rowid)`` of the turns after it that the query may see.
+        views: rowid -> ``EntryView`` of every turn in ``following``.
+
+    Returns:
+        source rowid -> rowid of its continuation (sources without one are left out).
+    """
+    out: dict[int, int] = {}
+    for src in speakers:
+        e = cands[src]["entry"]
+        for _, rid in sorted(following.get(src, ()), key=lambda t: not t[0]):
+            if views[rid].name == e.name and views[rid].role() == e.role():
+                out[src] = rid
+                break
     return out
 
 
