@@ -728,3 +728,31 @@ async def test_summary_mean_follows_a_later_commit_and_an_edited_turn(tmp_path):
         await assert_mean()
     finally:
         await db.close()
+
+
+async def test_an_edited_assistant_turn_stays_without_a_vector(tmp_path):
+    """An assistant's turn (not in ``ingest.embed_roles``) gets no vector when its text is edited, so it never joins
+    its summary's mean; an edited user turn is embedded again (a helper's finding: update() queued both)."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+
+    db = AgentBase(tmp_path / "edit.db", settings=load_settings(ner="regex"), embedder=HashEmbedder(64))
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, _TURNS)
+        await db.commit_session(s.id)
+        await db.flush()
+        assert len(await _vectors_by_category(db, "turn")) == 3
+        [answer] = [r for r in await db.find("congratulations friendly curious", user_id="u", mode="fts",
+                                             category="turn") if r.entry.metadata["role"] == "assistant"]
+        await db.update(answer.entry.id, "Congratulations! Beagles love long walks.")
+        user = (await db.find("running shoes", user_id="u", mode="fts", category="turn"))[0]
+        await db.update(user.entry.id, "Biscuit chews my hiking boots every morning.")
+        assert await db.flush() == 0
+        turns, [stored] = await _vectors_by_category(db, "turn"), await _vectors_by_category(db, "summary")
+        assert len(turns) == 3
+        mean = np.mean(turns, axis=0)
+        np.testing.assert_allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
+        assert (await db.get(answer.entry.id)).l2_full == "Congratulations! Beagles love long walks."
+    finally:
+        await db.close()

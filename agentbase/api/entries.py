@@ -305,7 +305,9 @@ class EntriesAPI:
             elif new_tags is not None:
                 changes["tags"] = list(dict.fromkeys([*user_tags, *(t for t in old.tags if t.startswith("ner_"))]))
             new = old.model_copy(update=changes)
-            await update_entry_row(conn, rid, old, new, engine=db.vector_engine)
+            # a turn keeps the embedding policy it was committed with (ingest.embed_roles)
+            embed = new.category != "turn" or new.metadata.get("role") in self.settings.ingest.embed_roles
+            await update_entry_row(conn, rid, old, new, engine=db.vector_engine, embed=embed)
         self._notify()
         return new
 

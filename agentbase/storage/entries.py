@@ -214,8 +214,9 @@ async def set_derived_tags(conn: Any, rid: int, entry: Entry, tags: list[str]) -
     await _write_tags(conn, rid, tags)
 
 
-async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str) -> None:
-    """Write ``new`` over row ``rid``; if the text changed, drop the stale vector and queue a new one."""
+async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str, embed: bool = True) -> None:
+    """Write ``new`` over row ``rid``; if the text changed, drop the stale vector and queue a new one (unless
+    ``embed`` is False: a turn of a role that ``ingest.embed_roles`` leaves without a vector keeps none)."""
     now = to_db_time(new.updated_at)
     await conn.execute(
         "UPDATE entries SET category=?, l0_abstract=?, l1_overview=?, l2_full=?, fts_text=?, tags=?, metadata=?, "
@@ -237,7 +238,8 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
         await conn.execute("UPDATE entries SET fact_key = NULL WHERE rid = ?", (rid,))
         await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now)
         await delete_vector(conn, engine, rid)
-        await enqueue_job(conn, "embed", new.id, now)
+        if embed:
+            await enqueue_job(conn, "embed", new.id, now)
     else:
         changed = [f for f in ("metadata", "tags", "category", "status") if getattr(new, f) != getattr(old, f)]
         if changed:
