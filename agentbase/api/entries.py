@@ -251,7 +251,9 @@ class EntriesAPI:
                      confidence: float | None = None, importance: float | None = None,
                      event_time: datetime | str | None = None, status: str | None = None,
                      user_id: str | None = None, agent_id: str | None = None) -> Entry:
-        """Change an entry; a new text replaces FTS rows and the vector in the same transaction.
+        """Change an entry; a new text replaces FTS rows and the vector in the same transaction (the old vector is
+        dropped and a new one queued for the embedding worker; a turn of a role outside ``ingest.embed_roles``, an
+        assistant's by default, stays without one).
 
         Args:
             entry_id: the entry. content: new full text (L0/L1 and entity tags are recomputed).
