@@ -326,6 +326,11 @@ def test_session_keywords_merge_plurals_and_weight_the_user():
     assert session_keywords(msgs, 2) == ["dogs", "cats"]  # user x2: dog 6 vs cat 5
 
 
+def test_session_keywords_keep_accented_words_whole():
+    msgs = [("user", "The café near the café in Zürich; Zürich again"), ("assistant", "Café au lait")]
+    assert session_keywords(msgs, 2) == ["café", "zürich"]
+
+
 def test_summary_chinese():
     summary = summarize_session([("user", "我在北京市的华为公司工作，我喜欢吃辣的食物。你能推荐一些北京的川菜馆吗？"),
                                  ("assistant", "当然可以！北京有很多不错的川菜馆。")])

@@ -125,6 +125,20 @@ def test_regex_multi_word_names_and_labels(regex: RegexExtractor):
     assert ents["Smith"] == "PERSON"
 
 
+@pytest.mark.parametrize("text, names", [
+    ("I met Zoë and José Müller in Zürich yesterday.", ["Zoë", "José Müller", "Zürich"]),
+    ("Łukasz and Émile flew to Kraków with Ólafur.", ["Łukasz", "Émile", "Kraków", "Ólafur"]),
+    ("Αθηνά and Дмитрий met in Москва.", ["Αθηνά", "Дмитрий", "Москва"]),
+    ("José去了北京市", ["José", "北京市"]),  # a Latin name ends where Chinese begins
+])
+def test_regex_names_with_accents_and_other_cased_scripts(regex: RegexExtractor, text: str, names: list[str]):
+    """Names are read whole in any cased script (they were cut at the first non-ASCII letter: "Zo", "Jos")."""
+    found = [e.text for e in regex.extract(text)]
+    assert found == names
+    assert all(text[e.start:e.end] == e.text for e in regex.extract(text))
+    assert labels(regex.extract("We moved to Malmö last year."))["Malmö"] == "GPE"  # the word before, "to"
+
+
 def test_regex_dates_are_dates_not_names(regex: RegexExtractor):
     text = "We met on May 8, 2023 and again on 8 May 2024, then 2024-06-01, last Tuesday and in March."
     ents = regex.extract(text)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ValidationError
+from ..ner._patterns import LETTERS
 from ._text import CJK
 from .facts import extract_facts
 from .tiers import lead
@@ -27,7 +28,8 @@ __all__ = ["session_keywords", "summarize_session"]
 
 _USER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model"})
-_WORD = re.compile(rf"[A-Za-z][A-Za-z'-]*[A-Za-z]|[{CJK}]+")
+# Words of cased scripts (accented Latin, Greek, Cyrillic: "café", "Zoë"), or runs of Chinese characters.
+_WORD = re.compile(rf"[{LETTERS}][{LETTERS}'-]*[{LETTERS}]|[{CJK}]+")
 _CJK_STOP = re.compile("[的了是在我你他她它们这那个有和就不也都还要会吗呢吧啊很说去到来对把被给从与及或而但为以于上下中想能可些么什怎样]+")
 _STOP = frozenset(
     """a about above after again against all also am an and any are aren't as at be because been before being

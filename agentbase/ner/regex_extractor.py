@@ -16,7 +16,7 @@ from .base import Entity
 
 __all__ = ["RegexExtractor"]
 
-_PREV_WORD = re.compile(r"([A-Za-z]+)\W*$")
+_PREV_WORD = re.compile(rf"([{P.LETTERS}]+)\W*$")
 _SENTENCE_END = ".!?:;\n…。！？"
 _OPENERS = " \t\"'“‘(*-•>#["
 _POSSESSIVE_TAIL = re.compile(r"(?:'s|’s|'|’)$")
