@@ -279,6 +279,27 @@ def session_commit(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) ->
     _out(_run(go()), as_json)
 
 
+@session_app.command("list")
+def session_list(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+                 limit: int = typer.Option(20, help="Sessions to show (1-10000), newest first."),
+                 offset: int = typer.Option(0, help="Sessions to skip."), as_json: bool = JsonOpt) -> None:
+    """List sessions, newest first (optionally one owner's): id, owner, status, messages committed, last update."""
+    async def go() -> Any:
+        async with _db(db, "none", existing=True) as ab:
+            return await ab.list_sessions(user_id=user_id, agent_id=agent_id, limit=limit, offset=offset)
+    sessions = _run(go())
+    if as_json:
+        _out([_dump(s) for s in sessions], True)
+        return
+    for s in sessions:  # one line each, the id whole (to copy into `session show`)
+        owner = " ".join(f"{k}={v}" for k, v in (("user", s.user_id), ("agent", s.agent_id)) if v)
+        console.print(f"{s.id}  {owner or '-'}  {s.status}  committed={s.committed_seq}  "
+                      f"updated={s.updated_at.strftime('%Y-%m-%d %H:%M')} UTC", markup=False, highlight=False,
+                      soft_wrap=True)
+    if not sessions:
+        err.print("no sessions")
+
+
 @session_app.command("show")
 def session_show(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Show a session and its messages."""
