@@ -553,6 +553,41 @@ async def test_a_turn_lifts_the_same_speakers_next_turn(tmp_path):
         await on.close()
 
 
+async def test_neighbours_pool_parts_and_trace_counts(tmp_path):
+    """Helper findings: assistant turns (which cannot lend) took the continuation pool's slots; a turn earning as a
+    reply and as a continuation named both parts; the trace counted candidates after the step had added some."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    settings = load_settings(ner="regex")
+    settings.ingest.turn_context_chars = 0
+    settings.retrieval.continuation_pool = 1
+    settings.retrieval.assistant_turn_factor = 1.0  # the assistant's turn ranks first before this step
+    settings.retrieval.reply_boost = 0.3  # below the continuation's 0.6
+    db = AgentBase(tmp_path / "n.db", settings=settings, embedder=HashEmbedder(dims=32))
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, [
+            {"role": "assistant", "content": "zirconium observatory zirconium observatory facts"},
+            {"role": "user", "name": "Ann", "content": "We toured the zirconium observatory with my aunt and loved it."},
+            {"role": "user", "name": "Bob", "content": "The zirconium observatory? Crowded?"},
+            {"role": "user", "name": "Ann", "content": "Then the dome was lovely."}])
+        await db.commit_session(s.id)
+        got = await db.find("zirconium observatory", user_id="u", mode="fts", category="turn", trace=True)
+        assert got[0].entry.l2_full == "zirconium observatory zirconium observatory facts"
+        parts = {r.entry.l2_full: r.score_parts for r in got}
+        # Ann's first turn holds the one pool slot although the assistant's turn and Bob's question rank above it;
+        # her next turn earns 0.6 x her score as a continuation and 0.3 x Bob's as his reply: one part is named
+        assert "continuation" in parts["Then the dome was lovely."]
+        assert "reply_to_question" not in parts["Then the dome was lovely."]
+        step = {x.name: x for x in (await db.get_trace(got[0].trace_id)).steps}["neighbours"]
+        assert step.details == {"questions": 1, "speakers": 1, "lifted": 1}
+        assert (step.candidates_in, step.candidates_out) == (3, 4)
+    finally:
+        await db.close()
+
+
 def test_only_asks():
     from agentbase.retrieval.strategies import only_asks
 

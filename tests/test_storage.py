@@ -118,11 +118,13 @@ async def test_async_context_manager_and_integrity(db_path):
 
 
 def _make_version(con: sqlite3.Connection, version: int) -> None:
-    """Make the file look as schema ``version`` (< 7) left it: later versions unrecorded, and what version 7 added
-    (the enriched_seq column and its index) removed; commits and closes ``con``."""
+    """Make the file look as schema ``version`` (< 8) left it: later versions unrecorded, and what versions 7 (the
+    enriched_seq column and its index) and 8 (the turn-order index) added removed; commits and closes ``con``."""
     con.execute("DELETE FROM schema_version WHERE version > ?", (version,))
-    con.execute("DROP INDEX ix_sessions_pending")
-    con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")
+    con.execute("DROP INDEX ix_links_turn_seq")
+    if version < 7:
+        con.execute("DROP INDEX ix_sessions_pending")
+        con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")
     con.commit()
     con.close()
 
@@ -241,6 +243,37 @@ async def test_upgrade_to_v7_marks_earlier_commits_enriched(db_path):
             ("User just moved to Austin", True), ("User lives in Boston", False)]
     finally:
         await ab.close()
+
+
+async def test_upgrade_to_v8_indexes_turn_order_for_the_neighbours_lookup(db_path):
+    """Version 8 adds the (session, message order) index of turn links; find()'s neighbours step reads the turns
+    after its best ones through it instead of scanning all the session's links."""
+    ab = make_db(db_path)
+    s = await ab.create_session(user_id="u")
+    await ab.add_messages(s.id, [{"role": "user", "name": n, "content": t} for n, t in (
+        ("Ann", "We visited the zirconium observatory."), ("Bob", "Crowded?"), ("Ann", "It was truly lovely."))])
+    await ab.commit_session(s.id)
+    await ab.close()
+    _make_version(sqlite3.connect(db_path), 7)
+    ab = make_db(db_path)
+    try:
+        got = await ab.find("zirconium observatory", user_id="u", mode="fts", category="turn")
+        lovely = [r for r in got if r.entry.l2_full == "It was truly lovely."]
+        # lifted by the neighbours step (the reply to "Crowded?", whose key holds Ann's turn, outbids Ann's own
+        # continuation: only the applied part is named)
+        assert got[0].entry.l2_full == "We visited the zirconium observatory."
+        assert {"reply_to_question", "continuation"} & set(lovely[0].score_parts) == {"reply_to_question"}
+    finally:
+        await ab.close()
+    con = sqlite3.connect(db_path)
+    try:
+        assert con.execute("SELECT MAX(version) FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        plan = " ".join(str(r) for r in con.execute(
+            "EXPLAIN QUERY PLAN SELECT MIN(message_seq) FROM session_memory_links "
+            "WHERE session_id = ? AND kind = 'turn' AND message_seq > ?", (s.id, 1)))
+        assert "ix_links_turn_seq" in plan
+    finally:
+        con.close()
 
 
 async def test_a_process_refuses_writes_after_a_newer_version_upgraded_the_file(db_path):

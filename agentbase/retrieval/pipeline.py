@@ -297,19 +297,21 @@ async def _neighbours(db: Any, cands: dict[int, dict[str, Any]], filters: Filter
 
     - a reply: each of the best ``reply_pool`` candidates that is a turn asking a question lends ``reply_boost`` x
       its score to the next turn of its session;
-    - a continuation: each of the best ``continuation_pool`` turns that does not only ask (a question lends to its
-      reply instead) lends ``continuation_boost`` x its score to the same speaker's next turn (same ``name`` and
-      role), when at most one other turn comes between.
+    - a continuation: each of the best ``continuation_pool`` turns of a person (role ``user``) that does not only
+      ask (a question lends to its reply instead) lends ``continuation_boost`` x its score to the same speaker's
+      next turn (same ``name`` and role), when at most one other turn comes between.
 
     Only a person's turn (role ``user``) is lifted, and it keeps the highest of its own score and what it earns
-    (loaded when it was not a candidate). Targets are looked up with the query's filters, so they can only be
+    (loaded when it was not a candidate); its ``parts`` name the one that was applied (``reply_to_question`` or
+    ``continuation``). Targets are looked up with the query's filters, so they can only be
     entries the query may see. Both lists are taken from the ranking before this step.
     """
     order = sorted(cands, key=lambda r: -cands[r]["score"])
     questions = [r for r in order[:cfg.reply_pool] if cands[r]["entry"].category == "turn"
                  and asks_question(cands[r]["entry"].l2_full)] if cfg.reply_boost > 0 else []
-    speakers = [r for r in order if cands[r]["entry"].category == "turn" and not only_asks(
-        cands[r]["entry"].l2_full, cfg.question_statement_chars)][:cfg.continuation_pool] \
+    # only a person's turn can lend (its continuation is a person's turn too), so only those take a pool slot
+    speakers = [r for r in order if cands[r]["entry"].category == "turn" and cands[r]["entry"].role() == "user"
+                and not only_asks(cands[r]["entry"].l2_full, cfg.question_statement_chars)][:cfg.continuation_pool] \
         if cfg.continuation_boost > 0 else []
     sources = list(dict.fromkeys(questions + speakers))
     if not sources:
@@ -351,16 +353,20 @@ async def _neighbours(db: Any, cands: dict[int, dict[str, Any]], filters: Filter
                                                 cfg.reply_boost),
               "continuation": reply_scores(cands, continuations(cands, speakers, following, views),
                                            cfg.continuation_boost)}
-    lifted = 0
+    best: dict[int, tuple[float, str]] = {}  # target -> the higher of what it earns as a reply and a continuation
     for part, scores in earned.items():
         for rid, score in scores.items():
-            if rid not in cands:  # a target that was not a candidate joins with the row already read
-                cands[rid] = {"entry": views[rid], "score": 0.0, "matched_by": part, "parts": {"rrf": 0.0}}
-            if score > cands[rid]["score"]:
-                cands[rid]["score"] = score
-                cands[rid]["parts"][part] = round(score, 6)
-                lifted += 1
-    tracer.step("neighbours", candidates_in=len(cands), candidates_out=len(cands), questions=len(questions),
+            if score > best.get(rid, (0.0, ""))[0]:
+                best[rid] = (score, part)
+    n_in, lifted = len(cands), 0
+    for rid, (score, part) in best.items():
+        if rid not in cands:  # a target that was not a candidate joins with the row already read
+            cands[rid] = {"entry": views[rid], "score": 0.0, "matched_by": part, "parts": {"rrf": 0.0}}
+        if score > cands[rid]["score"]:
+            cands[rid]["score"] = score
+            cands[rid]["parts"][part] = round(score, 6)
+            lifted += 1
+    tracer.step("neighbours", candidates_in=n_in, candidates_out=len(cands), questions=len(questions),
                 speakers=len(speakers), lifted=lifted)
 
 

@@ -300,5 +300,12 @@ UPDATE sessions SET enriched_seq = committed_seq;
 CREATE INDEX ix_sessions_pending ON sessions(user_id, agent_id, project_id) WHERE enriched_seq < committed_seq;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+# v8: a session's turn links in message order. find()'s neighbours step (retrieval/pipeline.py) reads the next
+# turns after each of its best turns; with only the (session_id, entry_id) key every lookup scanned all the
+# session's links: 9 ms per find() in a session of 10,000 turns, 36 ms at 40,000 (a helper's measurement).
+_V8 = """
+CREATE INDEX ix_links_turn_seq ON session_memory_links(session_id, message_seq) WHERE kind = 'turn';
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 SCHEMA_VERSION = len(MIGRATIONS)
