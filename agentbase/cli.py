@@ -291,9 +291,12 @@ def session_list(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optio
     if as_json:
         _out([_dump(s) for s in sessions], True)
         return
+    def shown(value: str) -> str:  # an id with a line break or other control character is quoted, on one line
+        return value if value.isprintable() else repr(value)
+
     for s in sessions:  # one line each, the id whole (to copy into `session show`)
-        owner = " ".join(f"{k}={v}" for k, v in (("user", s.user_id), ("agent", s.agent_id)) if v)
-        console.print(f"{s.id}  {owner or '-'}  {s.status}  committed={s.committed_seq}  "
+        owner = " ".join(f"{k}={shown(v)}" for k, v in (("user", s.user_id), ("agent", s.agent_id)) if v)
+        console.print(f"{shown(s.id)}  {owner or '-'}  {s.status}  committed={s.committed_seq}  "
                       f"updated={s.updated_at.strftime('%Y-%m-%d %H:%M')} UTC", markup=False, highlight=False,
                       soft_wrap=True)
     if not sessions:

@@ -116,7 +116,8 @@ class IngestSettings(_Section):
     # Turn entries of these roles get vectors; other turns (typically long assistant replies) are keyword-indexed
     # only. Embedding cost grows with text length, and the LongMemEval paper finds user-side keys retrieve best.
     embed_roles: list[str] = Field(default_factory=lambda: ["user"])
-    ner_max_chars: int = Field(default=2000, ge=0)  # entity extraction reads at most this many characters of each turn
+    # entity extraction reads at most this many characters of a turn or memory
+    ner_max_chars: int = Field(default=2000, ge=0)
     # Turns of these roles go through the configured NER (spaCy when installed); other turns (typically long
     # assistant replies, 6-7x longer than user turns in LongMemEval) get the regex extractor's tags, which cost
     # ~50x less. spaCy on every turn made it the largest ingest cost (docs/benchmarks.md, perf).
@@ -205,11 +206,11 @@ class RetrievalSettings(_Section):
     # 10 and 20 give the same figures. LongMemEval_S unchanged.
     reply_boost: float = Field(default=0.7, ge=0, le=1)
     reply_pool: int = Field(default=10, ge=1, le=100)
-    # Continuation step (retrieval/strategies.py continuations): each of the best ``continuation_pool`` turns that
-    # does not only ask lends ``continuation_boost`` x its score to the same speaker's next turn (same name and
-    # role, at most one turn between), when a person (role user) wrote it; 0 turns it off. LoCoMo hybrid (docs/benchmarks.md): R@5 / R@10
-    # 0.740 / 0.806 -> 0.753 / 0.810 at 0.6 (0.5 and 0.4: 0.740 / 0.810; 0.7: 0.749 / 0.810; pools of 3 and 10 the
-    # same as 5). LongMemEval_S: session figures unchanged, turn recall_any@5 0.882 -> 0.892.
+    # Continuation step (retrieval/strategies.py continuations): each of the best ``continuation_pool`` turns of a
+    # person (role user) that does not only ask lends ``continuation_boost`` x its score to the same speaker's next
+    # turn (same name and role, at most one turn between); 0 turns it off. LoCoMo hybrid (docs/benchmarks.md):
+    # R@5 / R@10 0.740 / 0.806 -> 0.753 / 0.810 at 0.6 (0.5 and 0.4: 0.740 / 0.810; 0.7: 0.749 / 0.810; pools of 3
+    # and 10 the same as 5). LongMemEval_S: session figures unchanged, turn recall_any@5 0.882 -> 0.892.
     continuation_boost: float = Field(default=0.6, ge=0, le=1)
     continuation_pool: int = Field(default=5, ge=1, le=100)
     # A turn that only asks (ends with "?" and states fewer than question_statement_chars characters in its other

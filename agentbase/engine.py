@@ -171,6 +171,17 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         """
         return await self._ensure()
 
+    def _ensure_extractors(self) -> None:
+        """Create the NER extractors (``ner``, the regex one, ``retrieval.query_ner``) once. Validation-first calls
+        (``add_memory``, ``update``) tag their text before the file is opened, so they call this too: the first
+        ``add_memory`` of a new instance had no entity tags."""
+        if self.extractor is None:
+            extractor = create_extractor(self.settings.ner)
+            self.regex_extractor = extractor if extractor.name == "regex" else create_extractor("regex")
+            qner = self.settings.retrieval.query_ner
+            self.query_extractor = extractor if qner == extractor.name else create_extractor(qner)
+            self.extractor = extractor
+
     async def _ensure(self) -> AgentBase:
         if self._closed:
             raise UsageError("this AgentBase is closed; create a new one")
@@ -194,10 +205,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 if not ok:
                     raise ConfigError(f"embedder.dims must be a positive int, got {dims!r}")
             self.embedder = embedder
-            self.extractor = create_extractor(self.settings.ner)
-            self.regex_extractor = self.extractor if self.extractor.name == "regex" else create_extractor("regex")
-            qner = self.settings.retrieval.query_ner
-            self.query_extractor = self.extractor if qner == self.extractor.name else create_extractor(qner)
+            self._ensure_extractors()
             db = await open_database(self.path, busy_timeout_s=self.settings.storage.busy_timeout_s,
                                      vector_engine=self.settings.storage.vector_engine,
                                      synchronous=self.settings.storage.synchronous,

@@ -135,3 +135,7 @@ def test_session_list_newest_first_by_owner_and_paged(tmp_path):
     none = _run("session", "list", "--db", db, "--user-id", "nobody")
     assert none.exit_code == 0 and none.stdout == ""
     assert _run("session", "list", "--db", str(tmp_path / "missing.db")).exit_code != 0
+    # an owner id with a line break stays on its session's line, quoted
+    assert _run("session", "create", "--db", db, "--user-id", "eve\nmallory", "--session-id", "s-eve").exit_code == 0
+    eve = _run("session", "list", "--db", db, "--limit", "1").stdout.splitlines()
+    assert len(eve) == 1 and eve[0].startswith("s-eve  user='eve\\nmallory'")

@@ -329,6 +329,9 @@ def test_session_keywords_merge_plurals_and_weight_the_user():
 def test_session_keywords_keep_accented_words_whole():
     msgs = [("user", "The café near the café in Zürich; Zürich again"), ("assistant", "Café au lait")]
     assert session_keywords(msgs, 2) == ["café", "zürich"]
+    # words of any cased script are words, lower-cased ("Über" = "über"), not two-character CJK pieces
+    msgs = [("user", "Москва Москва, Αθήνα Αθήνα, Über über über, Łukasz Łukasz 北京北京")]
+    assert session_keywords(msgs, 5) == ["über", "москва", "αθήνα", "łukasz", "北京北京"]
 
 
 def test_summary_chinese():

@@ -130,6 +130,10 @@ def test_regex_multi_word_names_and_labels(regex: RegexExtractor):
     ("Łukasz and Émile flew to Kraków with Ólafur.", ["Łukasz", "Émile", "Kraków", "Ólafur"]),
     ("Αθηνά and Дмитрий met in Москва.", ["Αθηνά", "Дмитрий", "Москва"]),
     ("José去了北京市", ["José", "北京市"]),  # a Latin name ends where Chinese begins
+    ("我和Zoë在北京市见面", ["Zoë", "北京市"]),  # ... and starts where Chinese ends
+    ("私はMüllerです", ["Müller"]),
+    ("Zoe\u0308 and A\u030asa met in Malmo\u0308.", ["Zoe\u0308", "A\u030asa", "Malmo\u0308"]),  # decomposed
+    ("I use an iPhone and 3M tape.", []),  # a capital inside a word or after a digit starts no name
 ])
 def test_regex_names_with_accents_and_other_cased_scripts(regex: RegexExtractor, text: str, names: list[str]):
     """Names are read whole in any cased script (they were cut at the first non-ASCII letter: "Zo", "Jos")."""
@@ -137,6 +141,19 @@ def test_regex_names_with_accents_and_other_cased_scripts(regex: RegexExtractor,
     assert found == names
     assert all(text[e.start:e.end] == e.text for e in regex.extract(text))
     assert labels(regex.extract("We moved to Malmö last year."))["Malmö"] == "GPE"  # the word before, "to"
+
+
+def test_regex_many_names_keep_order_and_offsets(regex: RegexExtractor):
+    text = "Zoë. " * 3000 + "Alice met Bob in Paris on May 8, 2023."
+    ents = regex.extract(text)
+    assert [e.text for e in ents[:3]] == ["Zoë"] * 3 and len([e for e in ents if e.text == "Zoë"]) == 3000
+    assert [e.text for e in ents[3000:]] == ["Alice", "Bob", "Paris", "May 8, 2023"]
+    assert all(text[e.start:e.end] == e.text for e in ents)
+    assert all(a.end <= b.start for a, b in zip(ents, ents[1:]))
+
+
+def test_decomposed_and_composed_names_share_a_tag(regex: RegexExtractor):
+    assert entity_tags(regex.extract("Zoe\u0308 called.")) == entity_tags(regex.extract("Zoë called.")) == ["ner_Zoë"]
 
 
 def test_regex_dates_are_dates_not_names(regex: RegexExtractor):
@@ -369,3 +386,37 @@ def test_vocative_matches_a_participants_first_name():
     ents = RegexExtractor().extract("Thanks, Caroline! See you, Smith.")
     assert [e.text for e in drop_vocatives("Thanks, Caroline! See you, Smith.", ents, ["Caroline Smith"])] == \
         ["Smith"]
+
+
+async def test_add_memory_reads_entities_from_the_first_ner_max_chars(tmp_path):
+    from agentbase import AgentBase, load_settings
+
+    settings = load_settings(ner="regex")
+    settings.ingest.ner_max_chars = 40
+    db = AgentBase(tmp_path / "cap.db", settings=settings, embedder="none")
+    try:
+        e = await db.add_memory("Alice planted tomatoes in the garden, " + "then watered them. " * 3 + "Bob came.",
+                                user_id="u")
+        assert "ner_Alice" in e.tags and "ner_Bob" not in e.tags
+    finally:
+        await db.close()
+
+
+async def test_the_first_call_of_a_new_instance_tags_its_text(tmp_path):
+    """add_memory() and update() tag their text before the file is opened; the extractor was created only by the
+    opening, so the first add_memory() of a new instance (or a first update() in a new process) had no tags."""
+    from agentbase import AgentBase, load_settings
+
+    path = tmp_path / "first.db"
+    db = AgentBase(path, settings=load_settings(ner="regex"), embedder="none")
+    try:
+        e = await db.add_memory("Alice planted tomatoes with Bob in Paris.", user_id="u")
+        assert {"ner_Alice", "ner_Bob", "ner_Paris"} <= set(e.tags)
+    finally:
+        await db.close()
+    db = AgentBase(path, settings=load_settings(ner="regex"), embedder="none")
+    try:
+        assert {"ner_Carol", "ner_Rome"} <= set((await db.update(e.id, "Carol went to Rome.")).tags)
+        assert [r.entry.id for r in await db.find("Carol", user_id="u", mode="fts")] == [e.id]
+    finally:
+        await db.close()

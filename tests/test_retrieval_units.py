@@ -570,7 +570,7 @@ async def test_neighbours_pool_parts_and_trace_counts(tmp_path):
         s = await db.create_session(user_id="u")
         await db.add_messages(s.id, [
             {"role": "assistant", "content": "zirconium observatory zirconium observatory facts"},
-            {"role": "user", "name": "Ann", "content": "We toured the zirconium observatory with my aunt and loved it."},
+            {"role": "user", "name": "Ann", "content": "We toured the zirconium observatory and loved it."},
             {"role": "user", "name": "Bob", "content": "The zirconium observatory? Crowded?"},
             {"role": "user", "name": "Ann", "content": "Then the dome was lovely."}])
         await db.commit_session(s.id)

@@ -51,7 +51,11 @@ class EntriesAPI:
                 worker.notify()
 
     def _tags_for(self, text: str, tags: list[str]) -> list[str]:
-        ner = entity_tags(self.extractor.extract(text)) if self.extractor is not None else []
+        """``tags`` and the entity tags of the first ``ingest.ner_max_chars`` characters of ``text`` (as commits
+        read turns: a 160 KB memory took 5 s and gave 17,523 tags)."""
+        self._ensure_extractors()
+        limit = self.settings.ingest.ner_max_chars
+        ner = entity_tags(self.extractor.extract(text[:limit]))
         return list(dict.fromkeys([*tags, *ner]))
 
     async def _find_duplicate(self, conn: Any, text_hash: str, context_type: str,

@@ -30,6 +30,7 @@ _USER_ROLES = frozenset({"user", "human"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "model"})
 # Words of cased scripts (accented Latin, Greek, Cyrillic: "café", "Zoë"), or runs of Chinese characters.
 _WORD = re.compile(rf"[{LETTERS}][{LETTERS}'-]*[{LETTERS}]|[{CJK}]+")
+_CJK_RUN = re.compile(rf"[{CJK}]+")
 _CJK_STOP = re.compile("[的了是在我你他她它们这那个有和就不也都还要会吗呢吧啊很说去到来对把被给从与及或而但为以于上下中想能可些么什怎样]+")
 _STOP = frozenset(
     """a about above after again against all also am an and any are aren't as at be because been before being
@@ -76,7 +77,7 @@ def _role_content_name(message: Any) -> tuple[str, str, str | None]:
 
 def _terms(text: str) -> Iterable[str]:
     for token in _WORD.findall(text):
-        if token[0].isascii():
+        if not _CJK_RUN.fullmatch(token):  # a word of a cased script
             low = token.lower().strip("'-")
             if len(low) >= 3 and low not in _STOP:
                 yield low

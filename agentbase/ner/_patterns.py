@@ -26,11 +26,12 @@ def _letter_class(categories: tuple[str, ...]) -> str:
     return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
 
 
-#: Upper-case (and title-case) letters, and the letters of cased scripts (upper, lower, title case): names are
-#: words of cased scripts ("Zoë", "José Müller", "Łukasz", "Ólafur"); Chinese and other uncased scripts are read
-#: by the CJK extractor (``_cjk.py``), so "José去了北京" ends the name at "José".
+#: Upper-case (and title-case) letters, and the letters of cased scripts (upper, lower, title case) with the
+#: combining marks that decomposed text writes after them ("Zoe" + U+0308, as macOS file names and some keyboards
+#: give it): names are words of cased scripts ("Zoë", "José Müller", "Łukasz", "Ólafur"); Chinese and other
+#: uncased scripts are read by the CJK extractor (``_cjk.py``), so "José去了北京" ends the name at "José".
 UPPER = _letter_class(("Lu", "Lt"))
-LETTERS = _letter_class(("Lu", "Ll", "Lt"))
+LETTERS = _letter_class(("Lu", "Ll", "Lt", "Mn"))
 
 #: Whether a text holds a digit (``\d``: any Unicode decimal digit, as in the patterns).
 HAS_DIGIT = re.compile(r"\d").search
@@ -97,8 +98,10 @@ SPAN_PATTERNS: list[tuple[str, re.Pattern[str], int, frozenset[str]]] = [
 
 _CAP_WORD = rf"[{UPPER}][{LETTERS}]*(?:[&'’\-][{LETTERS}]+)*"
 CAP_WORD = re.compile(_CAP_WORD)
+# A name starts after anything but a letter of a cased script, a digit or "_" (not ``\b``: a Chinese or Japanese
+# character right before it is a word character, and "我和Zoë在北京" holds the name "Zoë").
 CAP_SEQUENCE = re.compile(
-    rf"\b{_CAP_WORD}"
+    rf"(?<![{LETTERS}\d_]){_CAP_WORD}"
     r"(?:[ \t]+(?:(?:of(?:[ \t]+the)?|de|da|del|della|der|den|van|von|la|le|du|di)[ \t]+)?"
     rf"{_CAP_WORD})*"
 )

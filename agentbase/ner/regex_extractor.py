@@ -7,6 +7,7 @@ a place, "at" an organisation, a title a person); the span, and therefore the ``
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from ..errors import ValidationError
@@ -35,7 +36,10 @@ def _is_sentence_initial(text: str, start: int) -> bool:
 
 
 def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    return any(start < e and end > s for s, e in spans)
+    """Whether ``[start, end)`` overlaps one of ``spans`` (sorted, non-overlapping): only its neighbours in that
+    order can (a scan of every span made extraction quadratic: 25 s for 40,000 names, a helper's finding)."""
+    i = bisect.bisect_left(spans, (start, end))
+    return (i > 0 and spans[i - 1][1] > start) or (i < len(spans) and spans[i][0] < end)
 
 
 class RegexExtractor:
@@ -73,7 +77,7 @@ class RegexExtractor:
 
         def add(label: str, start: int, end: int) -> None:
             if end > start and not _overlaps(taken, start, end):
-                taken.append((start, end))
+                bisect.insort(taken, (start, end))
                 found.append(Entity(text[start:end], label, start, end))
 
         present = {"digit": P.HAS_DIGIT(text) is not None, "cjk": has_cjk(text)}
