@@ -528,8 +528,13 @@ def import_archive_cmd(file: Path, db: str = DbOpt, max_bytes: int = typer.Optio
                        embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Merge an archive into the database (refused whole if unsafe, corrupt or too new); re-embeds entries."""
     async def go() -> Any:
-        async with _db(db, embedder) as ab:
+        # not `async with`, which opens (creates) the file first: import_archive checks the archive whole before
+        # it opens the database, so a wrong or broken archive creates no database
+        ab = _db(db, embedder)
+        try:
             return await ab.import_archive(file, max_bytes=max_bytes)
+        finally:
+            await ab.close()
     _out(_run(go()), as_json)
 
 

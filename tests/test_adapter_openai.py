@@ -238,3 +238,32 @@ def test_sync_methods_keep_names_and_docs(oa):
     assert OpenAIAssistantAdapter.list_messages.__doc__ == AsyncOpenAIAssistantAdapter.list_messages.__doc__
     assert not asyncio.iscoroutinefunction(OpenAIAssistantAdapter.create_thread)
     assert isinstance(oa.aio, AsyncOpenAIAssistantAdapter)
+
+
+def test_a_path_opens_a_database_the_adapter_closes(tmp_path, monkeypatch):
+    """Like the other adapters, the OpenAI ones take a file path (a new user's first try) and close what they
+    opened; an AgentBase passed in stays open."""
+    monkeypatch.setenv("AGENTBASE_EMBEDDER__PROVIDER", "hash")
+    path = tmp_path / "threads.db"
+    with OpenAIAssistantAdapter(str(path), user_id="alice") as oa:
+        t = oa.create_thread(messages=[{"role": "user", "content": "I moved to Lisbon last spring."}])
+    assert oa._impl._aio._closed
+    with OpenAIAssistantAdapter(path, user_id="alice") as oa:
+        assert texts(oa.list_messages(t["id"])) == ["I moved to Lisbon last spring."]
+        with pytest.raises(NotFoundError):
+            OpenAIAssistantAdapter(oa._impl._aio, user_id="bob").retrieve_thread(t["id"])
+
+    async def go():
+        async with AsyncOpenAIAssistantAdapter(path, user_id="alice") as aoa:
+            return (await aoa.retrieve_thread(t["id"]))["id"], aoa
+    got, aoa = asyncio.run(go())
+    assert got == t["id"] and aoa._aio._closed
+    db = make_db(tmp_path / "mine.db")
+    try:
+        with OpenAIAssistantAdapter(db) as oa:
+            oa.create_thread()
+        assert not db._closed  # not the adapter's to close
+    finally:
+        db.sync.close()
+    with pytest.raises(Exception, match="database path"):
+        OpenAIAssistantAdapter(42)

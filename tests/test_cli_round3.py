@@ -139,3 +139,18 @@ def test_session_list_newest_first_by_owner_and_paged(tmp_path):
     assert _run("session", "create", "--db", db, "--user-id", "eve\nmallory", "--session-id", "s-eve").exit_code == 0
     eve = _run("session", "list", "--db", db, "--limit", "1").stdout.splitlines()
     assert len(eve) == 1 and eve[0].startswith("s-eve  user='eve\\nmallory'")
+
+
+def test_import_archive_of_a_wrong_file_creates_no_database(tmp_path):
+    """docs/cli.md: a data file is checked before the database is opened (import-archive opened it first)."""
+    db = tmp_path / "typo.db"
+    junk = tmp_path / "junk.tar"
+    junk.write_text("not a tar")
+    for archive in (tmp_path / "missing.tar", junk):
+        out = _run("import-archive", str(archive), "--db", str(db))
+        assert out.exit_code == 2 and not db.exists()
+    src = str(tmp_path / "src.db")
+    assert _run("add", "Alice planted tomatoes", "--db", src).exit_code == 0
+    assert _run("export", str(tmp_path / "a.tgz"), "--db", src).exit_code == 0
+    assert _run("import-archive", str(tmp_path / "a.tgz"), "--db", str(db), "--json").exit_code == 0
+    assert json.loads(_run("stats", "--db", str(db), "--json").stdout)["entries_total"] == 1

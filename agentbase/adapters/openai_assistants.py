@@ -11,9 +11,11 @@ messages, a conversation shows every message.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 from agentbase.errors import StorageError, UsageError
+from agentbase.sync import resolve_db
 
 from ._owners import foreign_owner
 from ._openai_rules import (RESERVED, OpenAIValidationError, _check_metadata, _check_object, _check_page,
@@ -24,18 +26,23 @@ __all__ = ["AsyncOpenAIAssistantAdapter", "OpenAIAssistantAdapter", "OpenAIValid
 
 
 # ---------------------------------------------------------------------------------------------- adapters
-def _resolve(db: Any) -> Any:
+def _resolve(db: Any) -> tuple[Any, bool]:
+    """``(engine, owned)``: a path opens a new AgentBase that the adapter closes (``owned``), as the other
+    adapters do."""
+    if isinstance(db, (str, os.PathLike)):
+        return resolve_db(db)
     aio = getattr(db, "aio", db)  # a SyncAgentBase wraps an AgentBase as .aio
     if not hasattr(aio, "create_session") or not hasattr(aio, "get_messages"):
-        raise UsageError("pass an AgentBase or a SyncAgentBase")
-    return aio
+        raise UsageError("pass an AgentBase, a SyncAgentBase or a database path")
+    return aio, False
 
 
 class AsyncOpenAIAssistantAdapter:
     """OpenAI Threads and Conversations over an :class:`~agentbase.engine.AgentBase` (async).
 
     Args:
-        db: an :class:`~agentbase.engine.AgentBase` or :class:`~agentbase.sync.SyncAgentBase`.
+        db: an :class:`~agentbase.engine.AgentBase`, a :class:`~agentbase.sync.SyncAgentBase`, or a database path
+            (opened with the default settings; :meth:`aclose` closes it).
         user_id: owner of new threads/conversations unless a call passes one (else the ``user_id`` key of
             their metadata, if any). The owner scopes :meth:`retrieve_context` and the memories a commit
             writes.
@@ -45,16 +52,27 @@ class AsyncOpenAIAssistantAdapter:
             their own threads, as on ``/api/v1``.
 
     Raises:
-        UsageError: ``db`` is not an AgentBase.
+        UsageError: ``db`` is not an AgentBase or a path.
     """
 
     def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None,
                  exclusive: bool = False):
-        self._aio = _resolve(db)
+        self._aio, self._owned = _resolve(db)
         self._blocking: Any = None  # set by the sync adapter: db.sync, whose calls never suspend
         self.user_id = user_id
         self.agent_id = agent_id
         self.exclusive = exclusive
+
+    async def aclose(self) -> None:
+        """Close the database if this adapter opened it from a path (idempotent)."""
+        if self._owned:
+            await self._aio.close()
+
+    async def __aenter__(self) -> AsyncOpenAIAssistantAdapter:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if self._blocking is not None:
@@ -435,16 +453,28 @@ class OpenAIAssistantAdapter:
     Works in scripts and inside a running event loop (every call goes through ``db.sync``).
 
     Args:
-        db: an :class:`~agentbase.engine.AgentBase` or :class:`~agentbase.sync.SyncAgentBase`.
+        db: an :class:`~agentbase.engine.AgentBase`, a :class:`~agentbase.sync.SyncAgentBase`, or a database path
+            (opened with the default settings; :meth:`close` closes it).
         user_id: default owner of new threads and conversations. agent_id: recorded on new sessions.
 
     Raises:
-        UsageError: ``db`` is not an AgentBase.
+        UsageError: ``db`` is not an AgentBase or a path.
     """
 
     def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None):
         self._impl = AsyncOpenAIAssistantAdapter(db, user_id=user_id, agent_id=agent_id)
         self._impl._blocking = self._impl._aio.sync
+
+    def close(self) -> None:
+        """Close the database if this adapter opened it from a path (idempotent)."""
+        if self._impl._owned:
+            self._impl._aio.sync.close()
+
+    def __enter__(self) -> OpenAIAssistantAdapter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     @property
     def aio(self) -> AsyncOpenAIAssistantAdapter:
