@@ -422,27 +422,35 @@ def test_asks_question_and_reply_scores():
     assert reply_scores(cands, {1: 9, 2: 9, 3: 4}, 0.8) == {9: 0.4, 4: pytest.approx(0.08)}
 
 
+async def _dated_chat(path, settings, turns: list[tuple[str, str, str]]):
+    """A new file at ``path`` (a copy of ``settings``, 32-d hash vectors) holding one committed session of
+    ``turns``: (speaker, text, ISO time) triples, role user, owner ``u``."""
+    from agentbase import AgentBase
+    from agentbase.embeddings import HashEmbedder
+
+    db = AgentBase(path, settings=settings.model_copy(deep=True), embedder=HashEmbedder(dims=32))
+    s = await db.create_session(user_id="u")
+    for speaker, text, when in turns:
+        await db.add_message(s.id, role="user", content=text, name=speaker, created_at=when)
+    await db.commit_session(s.id)
+    return db
+
+
 async def test_a_question_turn_lifts_its_reply_within_the_filters(tmp_path):
     """"How long have you been married?" matches the query; the reply "5 years already!" shares no word with it
     and is found because the question turn before it ranks well (retrieval.reply_boost)."""
     from agentbase import AgentBase
     from agentbase.config import load_settings
-    from agentbase.embeddings import HashEmbedder
 
     settings = load_settings(ner="regex")
     settings.ingest.turn_context_chars = 0  # the reply's key holds its own words only
     settings.retrieval.question_penalty = 1.0  # the question keeps its own score (tested below)
     async def build(boost: float, name: str) -> AgentBase:
         settings.retrieval.reply_boost = boost
-        db = AgentBase(tmp_path / name, settings=settings.model_copy(deep=True), embedder=HashEmbedder(dims=32))
-        s = await db.create_session(user_id="u")
-        turns = [("Caroline", "What a lovely wedding photo! How long have you been married?", "2023-05-01T10:00:00Z"),
-                 ("Melanie", "Five years already, time flies!", "2023-05-01T10:01:00Z"),
-                 ("Caroline", "I went hiking in the hills last weekend.", "2023-05-01T10:02:00Z")]
-        for speaker, text, when in turns:
-            await db.add_message(s.id, role="user", content=text, name=speaker, created_at=when)
-        await db.commit_session(s.id)
-        return db
+        return await _dated_chat(tmp_path / name, settings, [
+            ("Caroline", "What a lovely wedding photo! How long have you been married?", "2023-05-01T10:00:00Z"),
+            ("Melanie", "Five years already, time flies!", "2023-05-01T10:01:00Z"),
+            ("Caroline", "I went hiking in the hills last weekend.", "2023-05-01T10:02:00Z")])
 
     off, on = await build(0.0, "off.db"), await build(0.9, "on.db")
     try:
@@ -511,24 +519,18 @@ async def test_a_turn_lifts_the_same_speakers_next_turn(tmp_path):
     humbled." two turns later shares no word with it and is found through retrieval.continuation_boost."""
     from agentbase import AgentBase
     from agentbase.config import load_settings
-    from agentbase.embeddings import HashEmbedder
 
     settings = load_settings(ner="regex")
     settings.ingest.turn_context_chars = 0  # keys hold their own words only
 
     async def build(boost: float, name: str) -> AgentBase:
         settings.retrieval.continuation_boost = boost
-        db = AgentBase(tmp_path / name, settings=settings.model_copy(deep=True), embedder=HashEmbedder(dims=32))
-        s = await db.create_session(user_id="u")
-        turns = [("John", "Last week we visited a military memorial with my kids.", "2023-08-01T10:00:00Z"),
-                 ("Maria", "That's so moving! How did they react?", "2023-08-01T10:01:00Z"),
-                 ("John", "They were awestruck and humbled.", "2023-08-01T10:02:00Z"),
-                 ("Maria", "I baked cookies for the shelter.", "2023-08-01T10:03:00Z"),
-                 ("Maria", "Want some?", "2023-08-01T10:04:00Z")]
-        for speaker, text, when in turns:
-            await db.add_message(s.id, role="user", content=text, name=speaker, created_at=when)
-        await db.commit_session(s.id)
-        return db
+        return await _dated_chat(tmp_path / name, settings, [
+            ("John", "Last week we visited a military memorial with my kids.", "2023-08-01T10:00:00Z"),
+            ("Maria", "That's so moving! How did they react?", "2023-08-01T10:01:00Z"),
+            ("John", "They were awestruck and humbled.", "2023-08-01T10:02:00Z"),
+            ("Maria", "I baked cookies for the shelter.", "2023-08-01T10:03:00Z"),
+            ("Maria", "Want some?", "2023-08-01T10:04:00Z")])
 
     off, on = await build(0.0, "off.db"), await build(0.6, "on.db")
     try:
