@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -49,8 +50,20 @@ app.add_typer(bench_app, name="bench")
 
 # Markup off: stored text, ids and paths are data ("[/x]" in a memory crashed Rich's markup parser after the
 # write had landed, and "[red]...[/red]" lost its brackets). Styled prefixes are built with rich.text.Text.
-console = Console(markup=False)
-err = Console(stderr=True, markup=False)
+class _Console(Console):
+    """Rich's console, ending the command with status 141 (128 + SIGPIPE, what the shell reports for a program
+    killed by a closed pipe) when stdout closes early (``agentbase session list | head``); Rich's own exit is 1,
+    which this CLI uses for "not found"."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(141)
+
+
+console = _Console(markup=False)
+err = _Console(stderr=True, markup=False)
 
 
 def _tagged(label: str, style: str, message: str) -> Text:

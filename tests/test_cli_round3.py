@@ -154,3 +154,27 @@ def test_import_archive_of_a_wrong_file_creates_no_database(tmp_path):
     assert _run("export", str(tmp_path / "a.tgz"), "--db", src).exit_code == 0
     assert _run("import-archive", str(tmp_path / "a.tgz"), "--db", str(db), "--json").exit_code == 0
     assert json.loads(_run("stats", "--db", str(db), "--json").stdout)["entries_total"] == 1
+
+
+def test_a_closed_pipe_ends_the_command_with_141_not_the_not_found_status(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "many.db"
+
+    async def fill() -> None:
+        db = AgentBase(path, settings=load_settings(ner="regex"), embedder="none")
+        try:
+            for i in range(2500):  # about 200 KB of lines: more than a pipe buffers
+                await db.create_session(user_id=f"user-{i}")
+        finally:
+            await db.close()
+    asyncio.run(fill())
+    proc = subprocess.Popen([sys.executable, "-c", "from agentbase.cli import app; app()", "session", "list",
+                             "--db", str(path), "--limit", "2500"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **ENV})
+    first = proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    assert proc.wait(timeout=60) == 141 and b"user=user-2499" in first
+    assert proc.stderr.read() == b""
