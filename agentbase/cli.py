@@ -304,6 +304,7 @@ def session_list(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optio
     if as_json:
         _out([_dump(s) for s in sessions], True)
         return
+
     def shown(value: str) -> str:  # an id with a line break or other control character is quoted, on one line
         return value if value.isprintable() else repr(value)
 

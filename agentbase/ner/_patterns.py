@@ -7,7 +7,6 @@ relative words such as "yesterday" are left to the temporal parser of the retrie
 from __future__ import annotations
 
 import re
-import sys
 import unicodedata
 
 __all__ = ["CAP_SEQUENCE", "CAP_WORD", "HAS_DIGIT", "LETTERS", "SPAN_PATTERNS"]
@@ -17,7 +16,7 @@ def _letter_class(categories: tuple[str, ...]) -> str:
     """A character-class body holding every Basic Multilingual Plane character of these Unicode general
     categories, as ranges (``re`` has no ``\\p{Lu}``): Latin with accents, Greek, Cyrillic, and so on."""
     ranges: list[list[int]] = []
-    for code in range(sys.maxunicode if sys.maxunicode < 0x10000 else 0x10000):
+    for code in range(0x10000):
         if unicodedata.category(chr(code)) in categories:
             if ranges and ranges[-1][1] == code - 1:
                 ranges[-1][1] = code
