@@ -184,6 +184,9 @@ def reply_scores(cands: dict[int, dict[str, Any]], replies: dict[int, int], boos
     (in LoCoMo, "How long have you been married?" is followed by "5 years already!"). The reply's own key holds
     the question as context (``ingest.turn_context_chars``), but its answer words dilute that match.
 
+    The pipeline uses the same arithmetic for continuations (:func:`continuations`: source turn -> its speaker's
+    next turn, with ``retrieval.continuation_boost``).
+
     Args:
         cands: rowid -> candidate dict (``score`` is read).
         replies: question rowid -> rowid of the next turn of its session.
