@@ -32,6 +32,7 @@ import hashlib
 import io
 import json
 import lzma
+import math
 import sqlite3
 import tarfile
 import time
@@ -262,6 +263,31 @@ def _json(blob: bytes, where: str) -> Any:
         raise ArchiveError(f"{where} is not valid JSON: {exc}") from None
 
 
+def _check_values(row: dict[str, Any]) -> None:
+    """Values the API never writes: NaN or infinite numbers (JSON text may spell them), text with lone surrogates
+    (valid JSON escapes, not encodable), and for entries and relations scores outside 0..1 and negative counts.
+
+    Raises:
+        ValueError: naming the field.
+    """
+    for key, value in row.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{key} is not a finite number")
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"{key} holds a lone surrogate") from None
+    for key in ("confidence", "importance"):
+        value = row.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0.0 <= value <= 1.0):
+            raise ValueError(f"{key} must be a number between 0 and 1")
+    count = row.get("access_count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise ValueError("access_count must be a non-negative integer")
+
+
 def _check_row(member: str, row: Any, lineno: int) -> dict[str, Any]:
     where = f"{member} line {lineno}"
     if not isinstance(row, dict):
@@ -270,6 +296,7 @@ def _check_row(member: str, row: Any, lineno: int) -> dict[str, Any]:
         if row.get(key) is None:
             raise ArchiveError(f"{where}: missing {key!r}")
     try:
+        _check_values(row)
         for key in _TIME_FIELDS:
             if row.get(key) is not None:
                 row[key] = to_db_time(datetime.fromisoformat(str(row[key])))

@@ -133,7 +133,13 @@ async def _find_entry(ab: Any, ref: str) -> Any:
 
 def _out(obj: Any, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(obj, default=str, ensure_ascii=False, indent=2) + "\n")
+        if sys.stdout is None:  # started with stdout closed (`>&-`): nothing can be shown
+            return
+        try:
+            sys.stdout.write(json.dumps(obj, default=str, ensure_ascii=False, indent=2) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader left early (`| head`): 141, as for the console's output
+            console.on_broken_pipe()
     else:
         console.print(obj)
 

@@ -194,11 +194,26 @@ def _cases(tmp: Path, good: Path) -> dict[str, tuple[Path, str]]:
                           "missing"),
         "not_tar": (tmp / "garbage.tar", "damaged"),
         "no_manifest": (tmp / "nomanifest.tar", "no manifest"),
+        # values the API never writes (a helper's finding: NaN failed inside the write, a lone surrogate escaped
+        # as a traceback, confidence 5.0 was imported)
+        "nan": (write_tar(tmp / "nan.tar", _entry_with(m, confidence=float("nan"))), "confidence is not a finite"),
+        "confidence_5": (write_tar(tmp / "c5.tar", _entry_with(m, confidence=5.0)), "between 0 and 1"),
+        "importance_negative": (write_tar(tmp / "imp.tar", _entry_with(m, importance=-3)), "between 0 and 1"),
+        "access_negative": (write_tar(tmp / "acc.tar", _entry_with(m, access_count=-7)), "non-negative"),
+        "lone_surrogate": (write_tar(tmp / "sur.tar", _entry_with(m, l2_full="bad \ud800 text")), "lone surrogate"),
     }
 
 
+def _entry_with(members: dict[str, bytes], **values) -> dict[str, bytes]:
+    """``members`` with the first entry's fields replaced (written as JSON text, as an archive holds them)."""
+    lines = members["entries.jsonl"].decode().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), **values})
+    return dict(members, **{"entries.jsonl": ("\n".join(lines) + "\n").encode()})
+
+
 @pytest.mark.parametrize("case", ["traversal", "symlink", "newer", "checksum", "truncated", "non_utf8",
-                                  "bad_json", "missing_field", "not_tar", "no_manifest"])
+                                  "bad_json", "missing_field", "not_tar", "no_manifest", "nan", "confidence_5",
+                                  "importance_negative", "access_negative", "lone_surrogate"])
 async def test_bad_archives_are_refused_whole(tmp_path, good_archive, case):
     work = tmp_path / "work"
     work.mkdir()

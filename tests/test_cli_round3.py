@@ -178,3 +178,8 @@ def test_a_closed_pipe_ends_the_command_with_141_not_the_not_found_status(tmp_pa
     proc.stdout.close()  # like `| head -1`
     assert proc.wait(timeout=60) == 141 and b"user=user-2499" in first
     assert proc.stderr.read() == b""
+    # --json writes its text at once: a reader that takes nothing (`| true`) ends it the same way
+    cmd = f"'{sys.executable}' -c 'from agentbase.cli import app; app()' session list --db '{path}' --limit 2500 " \
+          "--json | true; exit ${PIPESTATUS[0]}"
+    done = subprocess.run(["bash", "-c", cmd], capture_output=True, env={**os.environ, **ENV}, timeout=60)
+    assert done.returncode == 141 and done.stderr == b""

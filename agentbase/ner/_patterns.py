@@ -118,15 +118,10 @@ FUNCTION_STOP = frozenset(
     "yes no oh wow well so and but or if also just what when where why how who which whose whats what's "
     "not yeah yep yup nope haha hahaha lol lmao omg hmm ugh oops alright".split()
 ) | frozenset(
-    # The same kind of words in French, German, Spanish, Italian, Portuguese, Russian and Greek, now that names of
-    # those scripts are read ("Это Москва" is "Москва", "Pourquoi Zoë" is "Zoë"). Words that also begin names or
-    # acronyms are left out: la, le, les, el, los, las, il, des, du, da, de, die, das, ella, eu, io, como, con, mit.
-    """je nous vous ils elles elle pourquoi quand où comment mais avec pour dans une cette ces mon mes ton tes
-    notre votre leur oui non merci bonjour salut voici voilà
-    ich wir ihr sie warum wann wie ist und ein eine mein meine dein unser nein danke hallo heute gestern
-    yo ellos nosotros porque por qué cuándo dónde cómo para pero gracias hola hoy ayer
-    perché quando ciao grazie oggi ieri você nós eles onde obrigado obrigada olá hoje ontem
-    это где когда почему как что кто я ты он она мы вы они и в на с не мой моя мои наш наша да нет спасибо
+    # The same kind of words in Russian and Greek, now that names of those scripts are read ("Это Москва" is
+    # "Москва", "Ο Νίκος" is "Νίκος"). Latin-script languages' words are left out: they also begin English names
+    # and titles ("Mein Kampf", "Ton Koopman", "Nous Research", "Para"), and a cut name is a wrong tag.
+    """это где когда почему как что кто я ты он она мы вы они и в на с не мой моя мои наш наша да нет спасибо
     привет вот там тут сегодня вчера но а
     ο η το οι τα και που πότε γιατί πώς τι ποιος εγώ εσύ αυτός αυτή εμείς είναι στο στη με για ναι όχι
     ευχαριστώ γεια σήμερα χθες""".split()

@@ -122,13 +122,14 @@ class RegexExtractor:
                 groups[-1].append(word)
         for group in groups:
             initial = bool(group) and _is_sentence_initial(text, group[0][1])
-            while group and (
-                _base(group[0][0]) in P.FUNCTION_STOP or (initial and _base(group[0][0]) in P.INITIAL_STOP)
-            ):
-                group = group[1:]
+            skip = 0  # leading stop words and titles are counted, then cut once (slicing per word was quadratic)
+            while skip < len(group) and (_base(group[skip][0]) in P.FUNCTION_STOP
+                                         or (initial and _base(group[skip][0]) in P.INITIAL_STOP)):
+                skip += 1
             title = False
-            while group and group[0][0].lower().rstrip(".") in P.TITLES:
-                group, title = group[1:], True
+            while skip < len(group) and group[skip][0].lower().rstrip(".") in P.TITLES:
+                skip, title = skip + 1, True
+            group = group[skip:]
             if not group:
                 continue
             first, last = group[0], group[-1]
