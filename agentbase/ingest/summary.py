@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ValidationError
-from ..ner._patterns import LETTERS
+from .._letters import LETTERS
 from ._text import CJK
 from .facts import extract_facts
 from .tiers import lead

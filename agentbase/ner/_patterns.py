@@ -7,30 +7,10 @@ relative words such as "yesterday" are left to the temporal parser of the retrie
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from .._letters import LETTERS, UPPER
 
 __all__ = ["CAP_SEQUENCE", "CAP_WORD", "HAS_DIGIT", "LETTERS", "SPAN_PATTERNS"]
-
-
-def _letter_class(categories: tuple[str, ...]) -> str:
-    """A character-class body holding every Basic Multilingual Plane character of these Unicode general
-    categories, as ranges (``re`` has no ``\\p{Lu}``): Latin with accents, Greek, Cyrillic, and so on."""
-    ranges: list[list[int]] = []
-    for code in range(0x10000):
-        if unicodedata.category(chr(code)) in categories:
-            if ranges and ranges[-1][1] == code - 1:
-                ranges[-1][1] = code
-            else:
-                ranges.append([code, code])
-    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
-
-
-#: Upper-case (and title-case) letters, and the letters of cased scripts (upper, lower, title case) with the
-#: combining marks that decomposed text writes after them ("Zoe" + U+0308, as macOS file names and some keyboards
-#: give it): names are words of cased scripts ("Zoë", "José Müller", "Łukasz", "Ólafur"); Chinese and other
-#: uncased scripts are read by the CJK extractor (``_cjk.py``), so "José去了北京" ends the name at "José".
-UPPER = _letter_class(("Lu", "Lt"))
-LETTERS = _letter_class(("Lu", "Ll", "Lt", "Mn"))
 
 #: Whether a text holds a digit (``\d``: any Unicode decimal digit, as in the patterns).
 HAS_DIGIT = re.compile(r"\d").search
