@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -309,10 +310,11 @@ async def _neighbours(db: Any, cands: dict[int, dict[str, Any]], filters: Filter
     order = sorted(cands, key=lambda r: -cands[r]["score"])
     questions = [r for r in order[:cfg.reply_pool] if cands[r]["entry"].category == "turn"
                  and asks_question(cands[r]["entry"].l2_full)] if cfg.reply_boost > 0 else []
-    # only a person's turn can lend (its continuation is a person's turn too), so only those take a pool slot
-    speakers = [r for r in order if cands[r]["entry"].category == "turn" and cands[r]["entry"].role() == "user"
-                and not only_asks(cands[r]["entry"].l2_full, cfg.question_statement_chars)][:cfg.continuation_pool] \
-        if cfg.continuation_boost > 0 else []
+    # only a person's turn can lend (its continuation is a person's turn too), so only those take a pool slot;
+    # read lazily: the role (JSON metadata) and the question check run only until the pool is full
+    lenders = (r for r in order if cands[r]["entry"].category == "turn" and cands[r]["entry"].role() == "user"
+               and not only_asks(cands[r]["entry"].l2_full, cfg.question_statement_chars))
+    speakers = list(itertools.islice(lenders, cfg.continuation_pool)) if cfg.continuation_boost > 0 else []
     sources = list(dict.fromkeys(questions + speakers))
     if not sources:
         tracer.step("neighbours", candidates_in=len(cands), candidates_out=len(cands), questions=0, speakers=0,
