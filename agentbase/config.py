@@ -132,6 +132,12 @@ class IngestSettings(_Section):
     # 43 % of the text embedded for LongMemEval_S, whose assistant turns are long. Their first 120 characters keep
     # the gain (docs/benchmarks.md, ablation context_embed300).
     turn_context_embed_chars: int = Field(default=120, ge=0)
+    # A turn's vector reads its own text up to about this many characters (cut at a word; None: the whole text);
+    # the keyword key always holds the whole turn. Long turns are mostly pasted documents, code and lists: on
+    # LongMemEval_S the user turns over 1,000 characters are 1.5 % of them but 10 % of the text to embed, none is
+    # an answer turn, and recall is unchanged while context tokens@10 fall 1,193 -> 1,040 (their window-averaged
+    # vectors matched every query a little; docs/benchmarks.md). e5-small reads 512 tokens (~2,000 characters).
+    turn_embed_chars: int | None = Field(default=1000, ge=1)
     # A session participant's name used to address them ("Thanks, Caroline!", "Hey Mel!") is not an entity of
     # the turn (ner/vocative.py), so entity boosts for a question about Caroline prefer her own turns and turns
     # about her over turns addressed to her. Measured in docs/benchmarks.md (ablation: keep_vocatives).

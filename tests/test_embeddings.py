@@ -601,6 +601,38 @@ async def test_reply_context_is_embedded_cut_and_keyword_indexed_whole(tmp_path,
         await db.close()
 
 
+@pytest.mark.parametrize("cap", [1000, None])
+async def test_long_turn_is_embedded_to_its_head_and_keyword_indexed_whole(tmp_path, cap):
+    """A turn's own text is embedded to about ``ingest.turn_embed_chars`` characters (cut at a word; None: whole);
+    the keyword key keeps all of it, and a memory (not a turn) is never cut this way."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+
+    settings = load_settings(ner="regex")
+    settings.ingest.turn_embed_chars = cap
+    emb = _RecordingHash()
+    db = AgentBase(tmp_path / "cap.db", settings=settings, embedder=emb)
+    pasted = "Please proofread my essay about rivers and the towns along them. " * 30 + "The quokka ends it."
+    assert len(pasted) > 1900 and pasted.index("quokka") > 1900
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, [{"role": "user", "content": pasted}])
+        await db.commit_session(s.id)
+        await db.add_memory(pasted, user_id="u")
+        await db.flush()
+        turn_texts = [t for t in emb.texts if t.startswith("Please proofread") and len(t) < len(pasted)]
+        if cap:
+            assert len(turn_texts) == 1 and turn_texts[0].endswith(" ...")
+            assert cap * 4 // 5 <= len(turn_texts[0]) - len(" ...") <= cap and "quokka" not in turn_texts[0]
+        else:
+            assert turn_texts == []
+        assert pasted in emb.texts  # the memory's text (and, uncapped, the turn's) embedded whole
+        hits = await db.find("quokka", user_id="u", mode="fts", top_k=5)
+        assert any(h.entry.category == "turn" and h.text == pasted for h in hits)
+    finally:
+        await db.close()
+
+
 async def _vectors_by_category(db, category):
     """Stored vectors of ``db``'s entries of ``category``, read through its own connection (a second SQLite
     library must not open the file while the engine has it open)."""

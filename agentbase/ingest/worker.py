@@ -45,7 +45,7 @@ DEFER_S = 0.5  # a session summary waiting for its turns' vectors (ingest.summar
 
 
 def embed_text(name: str | None, description: str | None, l2_full: str, *, category: str = "",
-               turn_context_chars: int | None = None) -> str:
+               turn_context_chars: int | None = None, turn_text_chars: int | None = None) -> str:
     """The text embedded for an entry: its name (a skill's, a resource's title, a turn's speaker), its description,
     then the full text, joined by newlines.
 
@@ -56,12 +56,16 @@ def embed_text(name: str | None, description: str | None, l2_full: str, *, categ
         turn_context_chars: for a turn, cut that description to about this many characters
             (:func:`~agentbase.ingest._text.cut_text`; ``ingest.turn_context_embed_chars``); 0 leaves it out,
             ``None`` keeps it whole.
+        turn_text_chars: for a turn, cut its own text to about this many characters (``cut_text``;
+            ``ingest.turn_embed_chars``); ``None`` keeps it whole. Other categories are never cut here.
 
     Returns:
         The string to embed.
     """
     if category == "turn" and description and turn_context_chars is not None:
         description = cut_text(description, turn_context_chars) if turn_context_chars > 0 else None
+    if category == "turn" and turn_text_chars is not None:
+        l2_full = cut_text(l2_full, turn_text_chars)
     return "\n".join(p for p in (name, description, l2_full) if p)
 
 
@@ -273,14 +277,18 @@ class EmbeddingWorker(JobWorker):
         max_chars: texts longer than this are chunked and their vectors averaged.
         turn_context_chars: a turn is embedded with about this many characters of the turn it replies to
             (``ingest.turn_context_embed_chars``; 0: its own text only; ``None``: the whole stored context).
+        turn_text_chars: a turn's own text is embedded to about this many characters (``ingest.turn_embed_chars``;
+            ``None``: whole).
         summary_turn_mean: a session summary's vector is the normalised mean of its session's turn vectors
             (``ingest.summary_vector: turn_mean``); it waits for those turns' pending embedding jobs.
     """
 
     def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
-                 turn_context_chars: int | None = None, summary_turn_mean: bool = False):
+                 turn_context_chars: int | None = None, turn_text_chars: int | None = None,
+                 summary_turn_mean: bool = False):
         super().__init__(db, "embed", batch_size=batch_size)
         self.turn_context_chars = turn_context_chars
+        self.turn_text_chars = turn_text_chars
         self.summary_turn_mean = summary_turn_mean
         self.embedder = embedder
         self.max_chars = max_chars
@@ -300,7 +308,8 @@ class EmbeddingWorker(JobWorker):
             if waiting:  # their sessions' turns are still being embedded (by another batch): try again then
                 await self._defer({c[0]: waiting[c[1]] for c in claimed if c[1] in waiting})
                 claimed = [c for c in claimed if c[1] not in waiting]
-        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6], turn_context_chars=self.turn_context_chars)
+        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6], turn_context_chars=self.turn_context_chars,
+                                 turn_text_chars=self.turn_text_chars)
                  for eid, r in by_id.items() if eid not in means}
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
