@@ -103,11 +103,16 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     def __init__(self, path: str | Path = "agentbase.db", *, settings: Settings | Mapping[str, Any] | None = None,
                  embedder: Any = None, config_file: str | Path | None = None, reranker: Any = None):
         """Raises:
-            ConfigError: ``path`` is not a str or path, ``settings`` is neither a Settings nor a mapping of
-                valid sections, ``embedder`` is neither a known provider name nor an embedder object.
+            ConfigError: ``path`` is not a str or path, is empty or names a directory, ``settings`` is neither a
+                Settings nor a mapping of valid sections, ``embedder`` is neither a known provider name nor an
+                embedder object.
             ValidationError: ``reranker`` is not callable."""
         if not isinstance(path, (str, os.PathLike)):
             raise ConfigError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if not str(os.fspath(path)).strip():
+            raise ConfigError("path is empty: name the database file (e.g. 'agentbase.db')")
+        if Path(path).is_dir():
+            raise ConfigError(f"path {str(path)!r} is a directory: name the database file inside it")
         settings = _check_settings(settings, config_file)
         _check_embedder(embedder)
         self.path = Path(path)

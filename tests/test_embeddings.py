@@ -788,3 +788,35 @@ async def test_an_edited_assistant_turn_stays_without_a_vector(tmp_path):
         assert (await db.get(answer.entry.id)).l2_full == "Congratulations! Beagles love long walks."
     finally:
         await db.close()
+
+
+async def test_new_metadata_keeps_a_turns_message_keys(tmp_path):
+    """update(metadata=) replaces a turn's metadata but keeps the keys tying it to its message (role, speaker,
+    message_id, message_seq): with the role gone an edited assistant turn was embedded and lost the assistant
+    factor. Keys the caller sets win; a summary keeps its ``source``."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+
+    db = AgentBase(tmp_path / "meta.db", settings=load_settings(ner="regex"), embedder=HashEmbedder(64))
+    try:
+        s = await db.create_session(user_id="u")
+        await db.add_messages(s.id, _TURNS)
+        await db.commit_session(s.id)
+        await db.flush()
+        [answer] = [r for r in await db.find("congratulations friendly curious", user_id="u", mode="fts",
+                                             category="turn") if r.entry.metadata["role"] == "assistant"]
+        before = dict(answer.entry.metadata)
+        updated = await db.update(answer.entry.id, "Congratulations! Beagles love long walks.",
+                                  metadata={"reviewed": True})
+        assert updated.metadata == {**before, "reviewed": True}
+        stored = await db.get(answer.entry.id)
+        assert stored.metadata == updated.metadata and stored.metadata["role"] == "assistant"
+        await db.flush()
+        assert len(await _vectors_by_category(db, "turn")) == 3  # still only the user turns have vectors
+        user = (await db.find("running shoes", user_id="u", mode="fts", category="turn"))[0]
+        assert (await db.update(user.entry.id, metadata={"speaker": "Ann"})).metadata["speaker"] == "Ann"
+        [summary] = await db.find("beagle", user_id="u", mode="fts", category="summary")
+        source = summary.entry.metadata["source"]
+        assert (await db.update(summary.entry.id, metadata={})).metadata == {"source": source}
+    finally:
+        await db.close()

@@ -181,6 +181,21 @@ def test_constructor_arguments_are_config_errors(db_path):
     assert not db_path.exists()
 
 
+@pytest.mark.parametrize("path", ["", "   ", "dir"])
+def test_empty_or_directory_path_is_a_config_error_at_construction(tmp_path, path):
+    """An empty path or a directory fails when the object is made, not at its first call (the OpenAI adapters
+    took "" and failed on first use: Path("") is the working directory)."""
+    from agentbase.adapters.openai_assistants import OpenAIAssistantAdapter
+
+    (tmp_path / "dir").mkdir()
+    target = tmp_path / "dir" if path == "dir" else path
+    with pytest.raises(ConfigError, match="directory" if path == "dir" else "empty"):
+        AgentBase(target)
+    with pytest.raises(ConfigError):
+        OpenAIAssistantAdapter(str(target))
+    assert list((tmp_path / "dir").iterdir()) == []
+
+
 def test_settings_dict_is_loaded_like_load_settings(db_path):
     db = SyncAgentBase(path=db_path, embedder="hash", settings={"retrieval": {"rrf_k": 33}, "ner": "regex"})
     try:

@@ -38,6 +38,10 @@ from ..validation import (
 __all__ = ["MIN_CHUNK_CHARS", "EntriesAPI"]
 
 MIN_CHUNK_CHARS = 200  # add_resource refuses smaller chunks
+# Metadata keys the engine writes and reads back: a turn's link to its message (the role decides its vector and
+# retrieval weights, the speaker the speaker boost) and a summary's or fact's origin. update(metadata=) keeps
+# them unless the new metadata sets them itself.
+ENGINE_METADATA_KEYS = ("role", "speaker", "message_id", "message_seq", "source")
 
 
 class EntriesAPI:
@@ -261,7 +265,10 @@ class EntriesAPI:
 
         Args:
             entry_id: the entry. content: new full text (L0/L1 and entity tags are recomputed).
-            tags, metadata, category, confidence, importance, event_time: replace the stored values when given.
+            tags, metadata, category, confidence, importance, event_time: replace the stored values when given
+                (a new ``metadata`` keeps the stored ``role``, ``speaker``, ``message_id``, ``message_seq`` and
+                ``source`` unless it sets them: they tie a turn to its message and a summary or fact to its
+                origin).
             status: ``active`` or ``archived``.
             user_id, agent_id: when given, the entry must belong to them (else NotFoundError).
 
@@ -305,6 +312,9 @@ class EntriesAPI:
             if found is None:
                 raise NotFoundError(f"entry {entry_id!r} not found")
             rid, old = found
+            if "metadata" in changes:
+                kept = {k: old.metadata[k] for k in ENGINE_METADATA_KEYS if k in old.metadata}
+                changes["metadata"] = {**kept, **changes["metadata"]}
             user_tags = new_tags if new_tags is not None else [t for t in old.tags if not t.startswith("ner_")]
             if content is not None:
                 changes["tags"] = list(dict.fromkeys([*user_tags, *ner_tags]))
