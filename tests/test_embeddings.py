@@ -793,7 +793,8 @@ async def test_an_edited_assistant_turn_stays_without_a_vector(tmp_path):
 async def test_new_metadata_keeps_a_turns_message_keys(tmp_path):
     """update(metadata=) replaces a turn's metadata but keeps the keys tying it to its message (role, speaker,
     message_id, message_seq): with the role gone an edited assistant turn was embedded and lost the assistant
-    factor. Keys the caller sets win; a summary keeps its ``source``."""
+    factor. Keys the caller sets win; a summary keeps its ``source``; a fact's metadata is replaced whole (the
+    mem0 adapter stores the caller's metadata alone on an extracted fact)."""
     from agentbase import AgentBase
     from agentbase.config import load_settings
 

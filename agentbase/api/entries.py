@@ -38,10 +38,10 @@ from ..validation import (
 __all__ = ["MIN_CHUNK_CHARS", "EntriesAPI"]
 
 MIN_CHUNK_CHARS = 200  # add_resource refuses smaller chunks
-# Metadata keys the engine writes and reads back: a turn's link to its message (the role decides its vector and
-# retrieval weights, the speaker the speaker boost) and a summary's or fact's origin. update(metadata=) keeps
-# them unless the new metadata sets them itself.
-ENGINE_METADATA_KEYS = ("role", "speaker", "message_id", "message_seq", "source")
+# Metadata keys the engine writes and reads back, by category: a turn's link to its message (the role decides
+# its vector and retrieval weights, the speaker the speaker boost) and a summary's origin (which marks it as its
+# session's summary). update(metadata=) keeps them unless the new metadata sets them itself.
+ENGINE_METADATA_KEYS = {"turn": ("role", "speaker", "message_id", "message_seq"), "summary": ("source",)}
 
 
 class EntriesAPI:
@@ -266,9 +266,8 @@ class EntriesAPI:
         Args:
             entry_id: the entry. content: new full text (L0/L1 and entity tags are recomputed).
             tags, metadata, category, confidence, importance, event_time: replace the stored values when given
-                (a new ``metadata`` keeps the stored ``role``, ``speaker``, ``message_id``, ``message_seq`` and
-                ``source`` unless it sets them: they tie a turn to its message and a summary or fact to its
-                origin).
+                (a new ``metadata`` of a turn keeps its stored ``role``, ``speaker``, ``message_id`` and
+                ``message_seq``, and a summary's its ``source``, unless it sets them: the engine reads them).
             status: ``active`` or ``archived``.
             user_id, agent_id: when given, the entry must belong to them (else NotFoundError).
 
@@ -313,7 +312,7 @@ class EntriesAPI:
                 raise NotFoundError(f"entry {entry_id!r} not found")
             rid, old = found
             if "metadata" in changes:
-                kept = {k: old.metadata[k] for k in ENGINE_METADATA_KEYS if k in old.metadata}
+                kept = {k: old.metadata[k] for k in ENGINE_METADATA_KEYS.get(old.category, ()) if k in old.metadata}
                 changes["metadata"] = {**kept, **changes["metadata"]}
             user_tags = new_tags if new_tags is not None else [t for t in old.tags if not t.startswith("ner_")]
             if content is not None:
