@@ -20,7 +20,7 @@ from .errors import (
 )
 from .models import ContextType, Entry, HistoryEvent, Message, Scope, SearchResult, Session, Trace, TraceStep
 from .retrieval.filters import Filters
-from .sync import SyncAgentBase, resolve_db, run_sync
+from .sync import SyncAgentBase, release_db, resolve_db, run_sync
 
 __version__ = "0.1.0"
 
@@ -49,6 +49,7 @@ __all__ = [
     "UsageError",
     "ValidationError",
     "load_settings",
+    "release_db",
     "resolve_db",
     "run_sync",
 ]

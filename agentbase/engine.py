@@ -103,14 +103,22 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     def __init__(self, path: str | Path = "agentbase.db", *, settings: Settings | Mapping[str, Any] | None = None,
                  embedder: Any = None, config_file: str | Path | None = None, reranker: Any = None):
         """Raises:
-            ConfigError: ``path`` is not a str or path, is empty or names a directory, ``settings`` is neither a
+            ConfigError: ``path`` is not a str or path, is empty, names a directory or asks for an in-memory
+                database (``":memory:"``; a name starting ``file:`` is a file of that name), ``settings`` is neither a
                 Settings nor a mapping of valid sections, ``embedder`` is neither a known provider name nor an
                 embedder object.
             ValidationError: ``reranker`` is not callable."""
         if not isinstance(path, (str, os.PathLike)):
             raise ConfigError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-        if not str(os.fspath(path)).strip():
+        name = os.fspath(path)
+        if not isinstance(name, str):
+            raise ConfigError(f"path must name the file as text, got {type(name).__name__}")
+        if not name.strip():
             raise ConfigError("path is empty: name the database file (e.g. 'agentbase.db')")
+        if "\0" in name:
+            raise ConfigError("path contains a NUL character")
+        if name == ":memory:" or name.startswith("file::memory:"):
+            raise ConfigError("an in-memory database is not supported: name a file (a temporary one for tests)")
         if Path(path).is_dir():
             raise ConfigError(f"path {str(path)!r} is a directory: name the database file inside it")
         settings = _check_settings(settings, config_file)
@@ -267,6 +275,11 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                                (str(dims), self.embedder.model_id))
             if self.db.vector_engine == "sqlite-vec":
                 await create_vec_table(conn, dims)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has been called (a closed AgentBase refuses further calls)."""
+        return self._closed
 
     async def _open(self) -> Database:
         await self._ensure()

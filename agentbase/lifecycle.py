@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import re
 import sqlite3
 from datetime import datetime
@@ -181,9 +182,9 @@ def _connect_fn(driver: str) -> Any:
 def _backup_sync(src_path: Path, target: Path, driver: str, busy_timeout_s: float) -> None:
     connect = _connect_fn(driver)
     partial = target.with_name(target.name + ".partial")
-    src = connect(str(src_path), timeout=busy_timeout_s)
+    src = connect(os.path.abspath(src_path), timeout=busy_timeout_s)
     try:
-        dst = connect(str(partial))
+        dst = connect(os.path.abspath(partial))
         try:
             src.backup(dst)
             ok = dst.execute("PRAGMA quick_check").fetchone()[0]

@@ -9,35 +9,71 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from ._loop import engine_loop
 from .engine import AgentBase
 
-__all__ = ["SyncAgentBase", "resolve_db", "run_sync"]
+__all__ = ["SyncAgentBase", "release_db", "resolve_db", "run_sync"]
+
+# Engines that resolve_db opened from a bare path, by real path, with the number of adapters using each. LangChain's
+# RunnableWithMessageHistory builds a history per request (``lambda sid: History(PATH, sid)``) and rarely closes
+# it: one engine per object held ~4 file descriptors each until the process ran out of them (a helper's finding).
+_shared: dict[str, tuple[AgentBase, int]] = {}
+_shared_lock = threading.Lock()
 
 
 def resolve_db(db: Any, **kwargs: Any) -> tuple[AgentBase, bool]:
     """Accept what an adapter's ``db`` argument may be and return the async engine behind it.
 
+    Adapters given the same file path (and no settings or embedder of their own) share one engine per process:
+    one connection pool, embedding worker and vector cache per file however many adapter objects are made.
+
     Args:
         db: an :class:`AgentBase`, a :class:`SyncAgentBase` (its ``aio``), or a file path (opened here).
-        **kwargs: with a path, passed to :class:`AgentBase` (``settings``, ``embedder``, ``config_file``).
+        **kwargs: with a path, passed to :class:`AgentBase` (``settings``, ``embedder``, ``config_file``); any
+            value other than None gives the caller an engine of its own.
 
     Returns:
-        ``(engine, owned)``; ``owned`` is True when this call opened the file, so the caller should close it.
+        ``(engine, owned)``; ``owned`` is True when this call opened (or shares) the file: the caller hands the
+        engine back with :func:`release_db` when done, which closes it once its last user has.
 
     Raises:
         TypeError: ``db`` is none of these.
+        ConfigError: a path :class:`AgentBase` refuses (empty, a directory).
     """
     if isinstance(db, AgentBase):
         return db, False
     if isinstance(db, SyncAgentBase):
         return db.aio, False
     if isinstance(db, (str, os.PathLike)):
-        return AgentBase(db, **kwargs), True
+        engine = AgentBase(db, **kwargs)  # checks the path (and settings) before anything is shared
+        if any(v is not None for v in kwargs.values()):
+            return engine, True
+        key = os.path.realpath(engine.path)
+        with _shared_lock:
+            shared, users = _shared.get(key, (None, 0))
+            if shared is None or shared.closed:
+                shared, users = engine, 0
+            _shared[key] = (shared, users + 1)
+        return shared, True
     raise TypeError(f"db must be an AgentBase, a SyncAgentBase or a path, got {type(db).__name__}")
+
+
+async def release_db(engine: AgentBase) -> None:
+    """Hand back an engine :func:`resolve_db` returned with ``owned`` True; it is closed once no other adapter
+    shares it (an engine of its own is closed at once). Call once per :func:`resolve_db` call."""
+    with _shared_lock:
+        key = next((k for k, (e, _) in _shared.items() if e is engine), None)
+        if key is not None:
+            users = _shared[key][1] - 1
+            if users > 0:
+                _shared[key] = (engine, users)
+                return
+            del _shared[key]
+    await engine.close()
 
 
 def run_sync(coro: Any, timeout: float | None = None) -> Any:

@@ -245,3 +245,15 @@ def test_missing_framework_raises_missing_dependency(monkeypatch):
     with pytest.raises(MissingDependencyError) as err:
         importlib.import_module("agentbase.adapters.llama_index")
     assert err.value.extra == "llama-index" and "agentbase[llama-index]" in str(err.value)
+
+
+@pytest.mark.parametrize("store", ["AgentBaseChatStore", "AgentBaseDBChatStore"])
+@pytest.mark.parametrize("bad", ["", "dir"])
+def test_a_bad_db_path_fails_when_the_store_is_made(tmp_path, store, bad):
+    """db_path="" or a directory raised only at first use (RuntimeError / ConfigError); now at construction."""
+    from agentbase import ConfigError
+    from agentbase.adapters import llama_index as li
+
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(ConfigError):
+        getattr(li, store)(db_path=str(tmp_path / "dir") if bad == "dir" else bad)

@@ -356,9 +356,12 @@ def test_infer_true_never_files_facts_under_owners_the_call_did_not_name(m):
     assert m.add("I like rock", user_id="bob", run_id="r", infer=False)["results"]  # a plain add is fine
 
 
-def test_a_replaced_fact_is_reported_and_read_as_deleted(m):
-    paris = m.add("I live in Paris.", user_id="carol")["results"][0]
-    out = m.add("I live in Berlin.", user_id="carol")["results"]
+@pytest.mark.parametrize("meta", [None, {"k": 1}])
+def test_a_replaced_fact_is_reported_and_read_as_deleted(m, meta):
+    """With caller metadata too: it replaced the old fact's fact_key key, so the DELETE went unreported (a
+    helper's finding)."""
+    paris = m.add("I live in Paris.", user_id="carol", metadata=meta)["results"][0]
+    out = m.add("I live in Berlin.", user_id="carol", metadata=meta)["results"]
     assert [(r["memory"], r["event"]) for r in out] == [("User lives in Berlin", "ADD"),
                                                          ("User lives in Paris", "DELETE")]
     assert out[1]["id"] == paris["id"]
@@ -367,5 +370,8 @@ def test_a_replaced_fact_is_reported_and_read_as_deleted(m):
         m.update(paris["id"], "User lives in Rome")
     assert [r["memory"] for r in m.get_all(filters={"user_id": "carol"})["results"]] == ["User lives in Berlin"]
     hist = m.history(paris["id"])
+    if meta:  # the caller's metadata is stamped on the extracted fact after the commit: an UPDATE event
+        assert [(h["event"], h["new_memory"]) for h in hist[1:-1]] == [("UPDATE", "User lives in Paris")]
+        hist = [hist[0], hist[-1]]
     assert [(h["event"], h["new_memory"], h["is_deleted"]) for h in hist] == \
         [("ADD", "User lives in Paris", False), ("DELETE", None, True)]

@@ -181,6 +181,25 @@ def test_constructor_arguments_are_config_errors(db_path):
     assert not db_path.exists()
 
 
+@pytest.mark.parametrize("path", [":memory:", "file::memory:?cache=shared", "a\0b.db"])
+def test_in_memory_or_nul_path_is_a_config_error(path):
+    with pytest.raises(ConfigError):
+        AgentBase(path)
+
+
+def test_a_name_starting_with_file_colon_is_that_file(tmp_path, monkeypatch):
+    """SQLite builds with URI filenames read "file:x.db" as a URI (the data went to x.db while stats() named
+    file:x.db); the name is taken literally."""
+    monkeypatch.chdir(tmp_path)
+    db = SyncAgentBase(path="file:notes.db", embedder="hash")
+    try:
+        db.add_memory("User likes green tea", user_id="u")
+        assert db.stats()["size_bytes"] > 0
+    finally:
+        db.close()
+    assert (tmp_path / "file:notes.db").is_file() and not (tmp_path / "notes.db").exists()
+
+
 @pytest.mark.parametrize("path", ["", "   ", "dir"])
 def test_empty_or_directory_path_is_a_config_error_at_construction(tmp_path, path):
     """An empty path or a directory fails when the object is made, not at its first call (the OpenAI adapters

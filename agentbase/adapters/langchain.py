@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agentbase import AgentBase, resolve_db
+from agentbase import AgentBase, release_db, resolve_db, run_sync
 from agentbase.adapters._owners import foreign_owner
 from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
@@ -294,7 +294,8 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
     def close(self) -> None:
         """Close the database if this history opened it from a path (otherwise do nothing)."""
         if self._owned:
-            self._aio.sync.close()
+            self._owned = False
+            run_sync(release_db(self._aio))
 
     # ------------------------------------------------------------------ comparisons
     def __eq__(self, other: object) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, List, Optional, TypeVar
 
-from agentbase import AgentBase, resolve_db, run_sync
+from agentbase import AgentBase, release_db, resolve_db, run_sync
 from agentbase.adapters._owners import foreign_owner
 from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
@@ -128,7 +128,8 @@ class _SessionsMixin:
     def close(self) -> None:
         """Close the database if this store opened it from a path (otherwise do nothing)."""
         if self._db is not None and self._owned:
-            run_sync(self._db.close())
+            self._owned = False
+            run_sync(release_db(self._db))
 
     async def _foreign(self, key: str) -> bool:
         """Whether ``key`` is a session of another user_id/agent_id than this store's: it reads as unknown, and
@@ -232,8 +233,7 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
         super().__init__(**data)
         if db is None and self.db_path is None:
             raise TypeError("AgentBaseChatStore needs db (an AgentBase, a SyncAgentBase or a path)")
-        if db is not None:
-            self._bind(db)
+        self._bind(self.db_path if db is None else db)  # a bad path fails here, not at first use
 
     @classmethod
     def class_name(cls) -> str:
@@ -342,8 +342,7 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
         super().__init__(**data)
         if db is None and self.db_path is None:
             raise TypeError("AgentBaseDBChatStore needs db (an AgentBase, a SyncAgentBase or a path)")
-        if db is not None:
-            self._bind(db)
+        self._bind(self.db_path if db is None else db)  # a bad path fails here, not at first use
 
     @classmethod
     def class_name(cls) -> str:

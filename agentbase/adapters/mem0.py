@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from agentbase import AgentBase, SyncAgentBase, load_settings, resolve_db
+from agentbase import AgentBase, SyncAgentBase, load_settings, release_db, resolve_db, run_sync
 from agentbase.embeddings import normalize_rows
 from agentbase.errors import NotFoundError
 from agentbase.errors import ValidationError as AgentBaseValidationError
@@ -305,6 +305,12 @@ class _Mem0Base:
                                     metadata={"fact_key": e.metadata["fact_key"]}, exclude_superseded=False,
                                     limit=1000)
                 replaced = [o for o in older if o.superseded_by == e.id]
+                if not replaced and outcome["facts_superseded"]:
+                    # the old value was added with caller metadata, which replaced its fact_key key: look among
+                    # the category's newest facts for the one this fact superseded
+                    older = yield _call("list", user_id=ids["user_id"], agent_id=ids["agent_id"],
+                                        category=e.category, exclude_superseded=False, limit=1000)
+                    replaced = [o for o in older if o.superseded_by == e.id]
             # A mem0 memory's metadata is the caller's alone: with caller metadata it replaces the commit's
             # provenance keys (source, message_id, fact_key, value), which would collide with caller keys of those
             # names (commit_session cannot stamp it: one UPDATE per fact); without, the item view hides them.
@@ -567,7 +573,8 @@ class Mem0Adapter(_Mem0Base):
     def close(self) -> None:
         """Close the database if this adapter opened it (idempotent)."""
         if self._owned:
-            self.db.sync.close()
+            self._owned = False
+            run_sync(release_db(self.db))
 
     def __enter__(self) -> Mem0Adapter:
         return self
@@ -582,12 +589,14 @@ class AsyncMem0Adapter(_Mem0Base):
     def close(self) -> None:
         """Close the database if this adapter opened it (blocking, idempotent; as in mem0, not async)."""
         if self._owned:
-            self.db.sync.close()
+            self._owned = False
+            run_sync(release_db(self.db))
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
         if self._owned:
-            await self.db.close()
+            self._owned = False
+            await release_db(self.db)
 
     async def __aenter__(self) -> AsyncMem0Adapter:
         return self

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentbase import AgentBase, SyncAgentBase, resolve_db
+from agentbase import AgentBase, SyncAgentBase, release_db, resolve_db, run_sync
 from agentbase.errors import ValidationError
 
 __all__ = ["MinimalAdapter"]
@@ -116,7 +116,8 @@ class MinimalAdapter:
     def close(self) -> None:
         """Close the database if this adapter opened it (idempotent)."""
         if self._owned:
-            self.db.sync.close()
+            self._owned = False
+            run_sync(release_db(self.db))
 
     def __enter__(self) -> MinimalAdapter:
         return self
@@ -147,7 +148,8 @@ class MinimalAdapter:
     async def aclose(self) -> None:
         """Async :meth:`close`."""
         if self._owned:
-            await self.db.close()
+            self._owned = False
+            await release_db(self.db)
 
     async def __aenter__(self) -> MinimalAdapter:
         return self

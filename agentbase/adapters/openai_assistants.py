@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from agentbase.errors import StorageError, UsageError
-from agentbase.sync import resolve_db
+from agentbase.sync import release_db, resolve_db, run_sync
 
 from ._owners import foreign_owner
 from ._openai_rules import (RESERVED, OpenAIValidationError, _check_metadata, _check_object, _check_page,
@@ -66,7 +66,8 @@ class AsyncOpenAIAssistantAdapter:
     async def aclose(self) -> None:
         """Close the database if this adapter opened it from a path (idempotent)."""
         if self._owned:
-            await self._aio.close()
+            self._owned = False
+            await release_db(self._aio)
 
     async def __aenter__(self) -> AsyncOpenAIAssistantAdapter:
         return self
@@ -468,7 +469,8 @@ class OpenAIAssistantAdapter:
     def close(self) -> None:
         """Close the database if this adapter opened it from a path (idempotent)."""
         if self._impl._owned:
-            self._impl._aio.sync.close()
+            self._impl._owned = False
+            run_sync(release_db(self._impl._aio))
 
     def __enter__(self) -> OpenAIAssistantAdapter:
         return self

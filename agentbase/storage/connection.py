@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import sqlite3
 import time
@@ -150,7 +151,9 @@ class Database:
     def _connect_raw(self, busy_ms: int) -> Any:
         """A driver connection with sqlite-vec loaded (when wanted), foreign keys and the synchronous level."""
         connect, self.driver = _choose_driver()
-        conn = connect(str(self.path), timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False)
+        # an absolute name: SQLite builds with URI filenames on would read "file:x.db" as a URI, not that file
+        conn = connect(os.path.abspath(self.path), timeout=busy_ms / 1000, isolation_level=None,
+                       check_same_thread=False)
         if self._requested_engine != "numpy":
             reason = _load_vec(conn)
             if reason:
