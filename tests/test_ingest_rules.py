@@ -420,3 +420,17 @@ def test_relative_times_in_facts_are_resolved_against_the_message_time():
     # a year already named, or no time at all: nothing to resolve
     assert when("I started learning piano in 2020.") == [None]
     assert when("I live in Paris.") == [None]
+
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("I'm vegetarian and allergic to peanuts.", ["User is vegetarian", "User is allergic to peanuts"]),
+    ("I love hiking and hate running.", ["User loves hiking", "User hates running"]),
+    ("I am from Sweden and live in Boston.", ["User is from Sweden", "User lives in Boston"]),
+    ("I love hiking and running.", ["User loves hiking and running"]),  # a list of things stays one fact
+    ("I left Google and joined Netflix.", ["User left Google and joined Netflix"]),  # the employer rule's own
+    ("I have a dog and a cat.", ["User has a dog and a cat"]),
+])
+def test_a_shared_subject_gives_each_half_its_fact(text, facts):
+    """"I'm vegetarian and allergic to peanuts" gave only "User is vegetarian", and the mem0 adapter's infer=True
+    then dropped the verbatim message: the allergy was lost (a new-user helper's finding)."""
+    assert [f.text for f in extract_facts(text)] == facts

@@ -116,11 +116,11 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
             found = [Fact(t, c, k, v, conf, w) for t, c, k, v, conf, w in chinese_facts(sentence, zh_subject)]
         elif R.FIRST_PERSON.search(sentence):
             found = []
-            for clause in R.CLAUSE.split(expand_contractions(sentence)):
-                clause = clause.strip()
-                hit = english_fact(clause, subject) if clause and not clause.endswith("?") else None
-                if hit is not None:
-                    found.append(Fact(*hit))  # type: ignore[arg-type]
+            for whole in R.CLAUSE.split(expand_contractions(sentence)):
+                for clause in _shared_subject(whole.strip(), subject):
+                    hit = english_fact(clause, subject) if clause and not clause.endswith("?") else None
+                    if hit is not None:
+                        found.append(Fact(*hit))  # type: ignore[arg-type]
         else:
             continue
         for fact in found:
@@ -134,6 +134,30 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
 
 
 _extract_cached = lru_cache(maxsize=512)(_extract)
+
+_AND = re.compile(r",?\s+and\s+")
+_OWN_SUBJECT = re.compile(r"(?:I|[Mm]y|[Ww]e|[Tt]he|[Aa]n?|[Hh]e|[Ss]he|[Tt]hey|[Ii]t)\b")
+
+
+def _shared_subject(clause: str, subject: str) -> list[str]:
+    """A first-person clause whose second half shares its subject ("I am vegetarian and allergic to peanuts",
+    "I love hiking and hate running") split in two, each half a clause of its own ("I am allergic to peanuts",
+    "I hate running"), when the second half read so yields a fact; otherwise ``[clause]``. A list of things
+    ("I love hiking and running") stays whole: "I running" yields nothing."""
+    m = _AND.search(clause)
+    if not m or not clause.startswith("I "):
+        return [clause]
+    head, tail = clause[:m.start()], clause[m.end():]
+    if not tail or _OWN_SUBJECT.match(tail):
+        return [clause]
+    whole = english_fact(clause, subject)
+    if whole is not None and whole[3] and whole[3].lower() in tail.lower():
+        return [clause]  # a rule read the second half on purpose: "I left Google and joined Netflix" (employer)
+    candidates = [f"I {tail}"] + ([f"I am {tail}"] if clause.startswith("I am ") else [])
+    for candidate in candidates:
+        if english_fact(candidate, subject) is not None:
+            return [head, candidate]
+    return [clause]
 
 
 _YEAR = re.compile(r"\b(?:1[6-9]|2\d)\d\d\b")
