@@ -237,9 +237,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 else None
                 self.worker = EmbeddingWorker(db, self.embedder, batch_size=self.settings.embedder.batch_size,
                                               max_chars=self.settings.embedder.max_chars,
-                                              turn_context_chars=self.settings.ingest.turn_context_embed_chars,
-                                              turn_text_chars=self.settings.ingest.turn_embed_chars,
-                                              summary_turn_mean=self.settings.ingest.summary_vector == "turn_mean")
+                                              ingest=lambda: self.settings.ingest)
                 self.worker.enabled = self.vector_error is None
                 self.worker.start()
         return self

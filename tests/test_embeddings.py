@@ -821,3 +821,25 @@ async def test_new_metadata_keeps_a_turns_message_keys(tmp_path):
         assert (await db.update(summary.entry.id, metadata={})).metadata == {"source": source}
     finally:
         await db.close()
+
+
+async def test_embedding_settings_changed_on_an_open_database_apply_to_the_next_batch(tmp_path):
+    """``settings.ingest.turn_embed_chars`` set after the worker started was ignored (it copied the values at
+    start; a helper's finding)."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+
+    emb = _RecordingHash()
+    db = AgentBase(tmp_path / "live.db", settings=load_settings(ner="regex"), embedder=emb)
+    try:
+        await db.initialize()
+        db.settings.ingest.turn_embed_chars = 40
+        s = await db.create_session(user_id="u")
+        text = "I keep a long diary about my garden, the roses and the tomatoes and the old pear tree."
+        await db.add_messages(s.id, [{"role": "user", "content": text}])
+        await db.commit_session(s.id)
+        await db.flush()
+        [embedded] = [t for t in emb.texts if t.startswith("I keep a long diary")]
+        assert embedded.endswith(" ...") and len(embedded) <= 40 + len(" ...")
+    finally:
+        await db.close()

@@ -16,13 +16,14 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from datetime import timedelta
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
 from .._loop import interpreter_exiting
+from ..config import IngestSettings
 from ..errors import StorageError
 from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
@@ -275,21 +276,17 @@ class EmbeddingWorker(JobWorker):
         embedder: the configured embedder (``model_id``, ``dims``, ``embed_documents``).
         batch_size: jobs claimed per batch.
         max_chars: texts longer than this are chunked and their vectors averaged.
-        turn_context_chars: a turn is embedded with about this many characters of the turn it replies to
-            (``ingest.turn_context_embed_chars``; 0: its own text only; ``None``: the whole stored context).
-        turn_text_chars: a turn's own text is embedded to about this many characters (``ingest.turn_embed_chars``;
-            ``None``: whole).
-        summary_turn_mean: a session summary's vector is the normalised mean of its session's turn vectors
-            (``ingest.summary_vector: turn_mean``); it waits for those turns' pending embedding jobs.
+        ingest: returns the current :class:`~agentbase.config.IngestSettings`, read for every batch (a setting
+            changed on an open AgentBase applies to the next batch): ``turn_context_embed_chars`` (how much of
+            the turn a turn replies to joins its embedded text), ``turn_embed_chars`` (how much of its own text),
+            ``summary_vector`` (``turn_mean``: a summary's vector is the normalised mean of its session's turn
+            vectors, and it waits for those turns' pending embedding jobs). None: the defaults.
     """
 
     def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
-                 turn_context_chars: int | None = None, turn_text_chars: int | None = None,
-                 summary_turn_mean: bool = False):
+                 ingest: Callable[[], Any] | None = None):
         super().__init__(db, "embed", batch_size=batch_size)
-        self.turn_context_chars = turn_context_chars
-        self.turn_text_chars = turn_text_chars
-        self.summary_turn_mean = summary_turn_mean
+        self._ingest = ingest or IngestSettings
         self.embedder = embedder
         self.max_chars = max_chars
         self.embedded = 0
@@ -303,13 +300,15 @@ class EmbeddingWorker(JobWorker):
             [SESSION_SUMMARY, *ids])
         by_id = {r[0]: r for r in rows}
         means: set[str] = set()  # summaries that get their session's mean turn vector
-        if self.summary_turn_mean:
+        ingest = self._ingest()
+        summary_turn_mean = ingest.summary_vector == "turn_mean"
+        if summary_turn_mean:
             means, waiting = await self._turn_mean_plan(by_id, set(ids))
             if waiting:  # their sessions' turns are still being embedded (by another batch): try again then
                 await self._defer({c[0]: waiting[c[1]] for c in claimed if c[1] in waiting})
                 claimed = [c for c in claimed if c[1] not in waiting]
-        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6], turn_context_chars=self.turn_context_chars,
-                                 turn_text_chars=self.turn_text_chars)
+        texts = {eid: embed_text(r[2], r[3], r[4], category=r[6], turn_context_chars=ingest.turn_context_embed_chars,
+                                 turn_text_chars=ingest.turn_embed_chars)
                  for eid, r in by_id.items() if eid not in means}
         try:
             vectors = await self._vectors(list(dict.fromkeys(texts.values())))
@@ -341,7 +340,7 @@ class EmbeddingWorker(JobWorker):
                         await upsert_vector(conn, self.db.vector_engine, row[1], vec)
                 await conn.execute("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL "
                                    "WHERE id = ? AND status = 'running'", (stamp, job_id))
-            if self.summary_turn_mean:  # the mean follows the turns (a later commit, an edited turn)
+            if summary_turn_mean:  # the mean follows the turns (a later commit, an edited turn)
                 done = {c[1] for c in claimed}
                 await requeue_session_summaries(
                     conn, {by_id[t][7] for t in done if t in by_id and by_id[t][6] == "turn" and by_id[t][7]},
