@@ -204,7 +204,8 @@ def _event(h: _Hit) -> FactTuple | None:
 
 
 def _my_is(h: _Hit) -> FactTuple | None:
-    thing, verb, raw = h.groups[0].lower(), h.groups[1], h.groups[2]
+    said, verb, raw = h.groups[0], h.groups[1], h.groups[2]
+    thing = said.lower()  # the key; the text keeps names as written ("User's cat Mochi is 7 years old")
     value = trim_value(raw, max_words=8)
     if not value or thing in R.MY_IS_BLOCK or R.MY_IS_VALUE_BLOCK.match(raw) or thing.startswith("favo"):
         return None
@@ -212,7 +213,7 @@ def _my_is(h: _Hit) -> FactTuple | None:
         return None  # "my name is on the list"
     category = "plan" if thing in R.PLAN_KEYS else "profile"
     conf = 0.85 if thing.endswith("name") or thing in ("birthday", "email", "phone number") else 0.6
-    return (f"{h.subject}'s {thing} {verb} {object_forms(value)}", category, thing, value, conf, h.when)
+    return (f"{h.subject}'s {said} {verb} {object_forms(value)}", category, thing, value, conf, h.when)
 
 
 def _diet(h: _Hit) -> FactTuple | None:
