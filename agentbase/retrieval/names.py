@@ -21,14 +21,43 @@ from ..ner import NON_TAG_LABELS, tag_for
 from ..ner.base import Entity
 from .filters import Filters
 
-__all__ = ["MIN_TAGGED", "vector_query_text"]
+__all__ = ["MIN_TAGGED", "owner_names", "vector_query_text"]
 
 #: The fewest sampled entries a name must tag to be left out of the embedded query.
 MIN_TAGGED = 20
 
 
+async def owner_names(db: Any, filters: Filters) -> set[str]:
+    """The names the query's user goes by, normalised (:func:`~.fusion.norm_name`): the ``user_id`` itself and the
+    value of the user's current ``name`` fact ("My name is Erin Walsh": "erin walsh" and "erin").
+
+    An agent asks about its user in the third person ("Which marathon is Erin running?"), but the user's own
+    turns say "I": a name the user goes by marks the user's turns, not the entries that mention the name.
+
+    Args:
+        db: the storage ``Database``.
+        filters: the query's filters; without ``user_id`` the set is empty.
+
+    Returns:
+        A set of normalised names (at most a few; one indexed read).
+    """
+    from .fusion import norm_name
+
+    if not filters.user_id:
+        return set()
+    names = {norm_name(filters.user_id)}
+    rows = await db.fetchall(
+        "SELECT json_extract(metadata, '$.value') FROM entries WHERE fact_key = 'name' AND user_id = ? "
+        "AND superseded_by IS NULL AND status = 'active' LIMIT 20", [filters.user_id])
+    for (value,) in rows:
+        if isinstance(value, str) and norm_name(value):
+            names.update((norm_name(value), norm_name(value).split()[0]))
+    return names
+
+
 async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], filters: Filters, *,
-                            share: float, sample: int) -> tuple[str, list[str]]:
+                            share: float, sample: int, always: set[str] | frozenset[str] = frozenset()
+                            ) -> tuple[str, list[str]]:
     """The query text to embed and the names left out of it.
 
     Args:
@@ -41,6 +70,7 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
         share: the fraction (0..1] of sampled entries a name's tag must be on (and at least :data:`MIN_TAGGED`
             of them) to be left out; 0 turns this off.
         sample: how many of the latest visible entries the share is estimated on.
+        always: normalised names left out whatever their share (the user's own names, :func:`owner_names`).
 
     Returns:
         ``(text, dropped)``: ``query`` with the spans of the common names (and a possessive after them) removed,
@@ -54,7 +84,10 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
             names.setdefault(tag_for(ent.text), []).append(ent)
         except ValidationError:
             continue
-    if share <= 0 or not names:
+    from .fusion import norm_name
+
+    own = [tag for tag, ents in names.items() if any(norm_name(e.text) in always for e in ents)]
+    if (share <= 0 and not own) or not names:
         return query, []
     tags = list(names)
     owners = Filters(user_id=filters.user_id, agent_id=filters.agent_id, project_id=filters.project_id,
@@ -67,9 +100,8 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
         f"SELECT COUNT(*), {counts} FROM (SELECT e.rid FROM entries e WHERE {where} ORDER BY e.rid DESC LIMIT ?) s",
         [*tags, *params, sample])
     total = row[0] if row else 0
-    if not total:
-        return query, []
-    common = [tag for tag, n in zip(tags, row[1:]) if (n or 0) >= MIN_TAGGED and (n or 0) / total >= share]
+    common = [tag for tag, n in zip(tags, row[1:]) if share > 0 and total and (n or 0) >= MIN_TAGGED
+              and (n or 0) / total >= share or tag in own]
     spans = sorted((e.start, e.end) for tag in common for e in names[tag])
     if not spans:
         return query, []

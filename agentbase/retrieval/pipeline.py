@@ -26,9 +26,9 @@ from ..observability import Tracer
 from ..storage.entries import EntryView, entry_columns
 from ..validation import clean_query
 from .filters import Filters
-from .fusion import max_rrf_score, ner_boost, weighted_rrf
+from .fusion import max_rrf_score, ner_boost, norm_name, weighted_rrf
 from .intent import analyze_query
-from .names import vector_query_text
+from .names import owner_names, vector_query_text
 from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
 from .strategies import (addresses_assistant, apply_strategies, asks_question, assistant_turns, co_retrieval,
                          continuations, only_asks, reply_scores, speaker_boost)
@@ -158,10 +158,13 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         rankings["fts"] = [rid for rid, _ in fts]
         bm25 = dict(fts)
     query_ents = ab.query_extractor.extract(query)
+    # A name the user goes by ("Which marathon is Erin running?" asked of Erin's memory) marks the user's own
+    # turns, which say "I": it leaves the embedded text and the entity boost, and lends the speaker boost to them.
+    self_named = {norm_name(e.text) for e in query_ents} & await owner_names(db, p.filters) if query_ents else set()
     if use_vector:
         vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
-                                                             sample=cfg.vector_name_sample)
+                                                             sample=cfg.vector_name_sample, always=self_named)
         qvec = await asyncio.to_thread(ab.embedder.embed_query, vector_text)
         tracer.step("embed_query", dims=int(len(qvec)), text=vector_text if dropped_names else None,
                     dropped_names=dropped_names)
@@ -185,7 +188,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         rankings["temporal"] = [rid for rid, _ in in_range]
         tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n)
 
-    q_entities = {e.text.casefold() for e in query_ents}
+    q_entities = {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}
     if cfg.weight_graph > 0 and q_entities:
         rankings["graph"] = await graph_candidates(ab, q_entities, p.filters, limit=n)
         tracer.step("candidates_graph", candidates_out=len(rankings["graph"]), entities=sorted(q_entities))
@@ -233,9 +236,9 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             c["score"] *= mult
             c["parts"]["ner_boost"] = mult
             c["matched_by"] = f"ner+{c['matched_by']}"
-    speaker_boosted = speaker_boost(cands, q_entities, cfg.speaker_boost)
+    speaker_boosted = speaker_boost(cands, q_entities, cfg.speaker_boost, user_turns=bool(self_named))
     tracer.step("ner_boost", candidates_in=len(cands), candidates_out=len(cands), query_entities=sorted(q_entities),
-                boosted=boosted, speaker_boosted=speaker_boosted)
+                boosted=boosted, speaker_boosted=speaker_boosted, user_named=sorted(self_named))
 
     # 7. query-type strategies.
     if p.strategy != "flat":

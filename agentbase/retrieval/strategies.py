@@ -149,7 +149,8 @@ def _strip_trailing_notes(text: str) -> str:
     return text
 
 
-def speaker_boost(cands: dict[int, dict[str, Any]], query_entities: set[str], boost: float) -> int:
+def speaker_boost(cands: dict[int, dict[str, Any]], query_entities: set[str], boost: float, *,
+                  user_turns: bool = False) -> int:
     """Multiply by ``boost`` the turns spoken by a person the query names (case-insensitive), in place.
 
     In a conversation between people, a question about one of them ("What books has Melanie read?") is answered
@@ -160,17 +161,21 @@ def speaker_boost(cands: dict[int, dict[str, Any]], query_entities: set[str], bo
         cands: rowid -> candidate dict with ``entry``, ``score``, ``parts``.
         query_entities: the query's entity names; compared with :func:`~.fusion.norm_name`, as the NER boost does.
         boost: the multiplier (1.0 changes nothing).
+        user_turns: the query names the user (:func:`~.names.owner_names`): the user's unnamed turns (role
+            ``user``, no speaker name) are spoken by that person too.
 
     Returns:
         Number of candidates boosted.
     """
     names = {n for n in map(norm_name, query_entities) if n}
-    if boost == 1.0 or not names:
+    if boost == 1.0 or not (names or user_turns):
         return 0
     boosted = 0
     for c in cands.values():
         e = c["entry"]
-        if e.category == "turn" and e.name and norm_name(e.name) in names:
+        if e.category != "turn":
+            continue
+        if (e.name and norm_name(e.name) in names) or (user_turns and not e.name and e.role() == "user"):
             c["score"] *= boost
             c["parts"]["speaker_boost"] = boost
             boosted += 1

@@ -1,0 +1,37 @@
+"""A query that names the user ("Which marathon is Erin running?") is answered by the user's own turns, which
+say "I": the name must not favour the entries that merely mention it (a new-user helper's finding: the answer
+ranked 4th behind the turn, summary and fact holding "Erin")."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentbase import SyncAgentBase, load_settings
+
+_CHAT = [
+    {"role": "user", "content": "Hi! I'm Erin. My cat Mochi is 7 years old and hates thunderstorms."},
+    {"role": "assistant", "content": "Nice to meet you, Erin! Mochi sounds adorable."},
+    {"role": "user", "content": "I am training for the Berlin marathon in September."},
+    {"role": "assistant", "content": "That's exciting! How is the training going?"},
+    {"role": "user", "content": "I volunteer at the Red Cross on Sundays."},
+]
+
+
+@pytest.mark.parametrize(("user_id", "intro"), [("erin", None), ("u-1729", "My name is Erin Walsh.")])
+def test_a_query_naming_the_user_prefers_the_users_own_turns(tmp_path, user_id, intro):
+    db = SyncAgentBase(path=tmp_path / "erin.db", embedder="hash", settings=load_settings(ner="regex"))
+    try:
+        s = db.create_session(user_id=user_id)
+        db.add_messages(s.id, ([{"role": "user", "content": intro}] if intro else []) + _CHAT)
+        db.commit_session(s.id)
+        db.flush()
+        for query, answer in [("which marathon is Erin running", "I am training for the Berlin marathon"),
+                              ("what does Erin do on Sundays?", "I volunteer at the Red Cross")]:
+            top = db.find(query, user_id=user_id, top_k=3, trace=True)
+            assert top[0].text.startswith(answer), [r.text for r in top]
+            assert top[0].score_parts.get("speaker_boost") == 1.15
+        # another user's memory: "Erin" is just a name there, boosted as before
+        other = db.find("which marathon is Erin running", user_id="someone-else", top_k=3)
+        assert other == []
+    finally:
+        db.close()
