@@ -140,6 +140,11 @@ def _out(obj: Any, as_json: bool) -> None:
             sys.stdout.flush()
         except BrokenPipeError:  # the reader left early (`| head`): 141, as for the console's output
             console.on_broken_pipe()
+    elif isinstance(obj, dict):  # one "key: value" line each; nested values as compact JSON
+        for key, value in obj.items():
+            printable = isinstance(value, str) and value.isprintable()  # else quoted: no raw control characters
+            shown = value if printable else json.dumps(value, default=str, ensure_ascii=False)
+            console.print(f"{key}: {shown}", soft_wrap=True)
     else:
         console.print(obj)
 
