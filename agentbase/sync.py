@@ -25,6 +25,16 @@ _shared: dict[str, tuple[AgentBase, int]] = {}
 _shared_lock = threading.Lock()
 
 
+def _forget_shared() -> None:
+    """In a forked child: the parent's engines are unusable here (docs/api.md), so new adapters open their own."""
+    global _shared_lock
+    _shared.clear()
+    _shared_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_shared)
+
+
 def resolve_db(db: Any, **kwargs: Any) -> tuple[AgentBase, bool]:
     """Accept what an adapter's ``db`` argument may be and return the async engine behind it.
 
@@ -50,6 +60,8 @@ def resolve_db(db: Any, **kwargs: Any) -> tuple[AgentBase, bool]:
         return db.aio, False
     if isinstance(db, (str, os.PathLike)):
         engine = AgentBase(db, **kwargs)  # checks the path (and settings) before anything is shared
+        # one file whatever the working directory is when it opens (lazily, maybe after a chdir)
+        engine.path = Path(os.path.abspath(engine.path))
         if any(v is not None for v in kwargs.values()):
             return engine, True
         key = os.path.realpath(engine.path)

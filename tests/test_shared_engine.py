@@ -77,3 +77,70 @@ def test_closing_one_adapter_twice_releases_once(tmp_path):
     assert [m["text"] for m in two.recall("dog", who="u")][:1] == ["The user's dog is called Rex"]
     two.close()
     assert two.db.closed
+
+
+def _child_writes(path: str, queue) -> None:
+    from agentbase.adapters.minimal import MinimalAdapter
+
+    try:
+        adapter = MinimalAdapter(path, embedder="hash")
+        adapter.remember("written by the child", who="kid")
+        adapter.close()
+        queue.put("ok")
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        queue.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_a_forked_child_opens_its_own_engine(tmp_path):
+    """The table of shared engines was inherited by a fork: the child's new adapter got the parent's engine and
+    raised UsageError (a helper's finding)."""
+    import multiprocessing
+
+    path = str(tmp_path / "fork.db")
+    parent = MinimalAdapter(path, embedder="hash")  # its own settings: not shared; share one as well
+    shared, _ = resolve_db(path)
+    run_sync(shared.add_memory("written by the parent", user_id="mum"))
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child_writes, args=(path, queue))
+    proc.start()
+    proc.join(60)
+    assert queue.get(timeout=5) == "ok"
+    assert [r.entry.l2_full for r in run_sync(shared.find("child", user_id="kid", mode="fts"))] == \
+        ["written by the child"]
+    run_sync(release_db(shared))
+    parent.close()
+
+
+def test_a_failed_constructor_and_copies_keep_the_count_right(tmp_path, monkeypatch):
+    """A history whose constructor raised kept its share (the file never closed); a copied LlamaIndex store
+    closed the original's share, closing the engine under other adapters (a helper's findings)."""
+    import copy
+
+    from agentbase import ValidationError, sync
+
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from agentbase.adapters import AgentBaseChatMessageHistory, AgentBaseChatStore
+
+    path = str(tmp_path / "count.db")
+    for _ in range(3):
+        with pytest.raises(ValidationError):
+            AgentBaseChatMessageHistory(path, "", messages=[])
+    assert os.path.realpath(path) not in sync._shared
+    other, store = MinimalAdapter(path), AgentBaseChatStore(path)
+    for clone in (copy.copy(store), copy.deepcopy(store), store.model_copy()):
+        clone.close()
+        clone.close()
+    other.remember("still open", who="u")
+    store.close()
+    other.close()
+    assert os.path.realpath(path) not in sync._shared and other.db.closed
+    # a relative path is the file of the directory it was given in, whatever the working directory is later
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    rel = MinimalAdapter("rel.db")
+    monkeypatch.chdir(tmp_path / "sub")
+    rel.remember("where am I", who="u")
+    rel.close()
+    assert (tmp_path / "rel.db").is_file() and not (tmp_path / "sub" / "rel.db").exists()

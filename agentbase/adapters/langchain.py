@@ -185,7 +185,11 @@ class AgentBaseChatMessageHistory(BaseChatMessageHistory):
         self.user_id = user_id
         self.agent_id = agent_id
         if messages is not None:
-            self.replace(messages)
+            try:
+                self.replace(messages)
+            except BaseException:
+                self.close()  # hand the engine share back: the caller never gets this object
+                raise
 
     @property
     def db(self) -> AgentBase:
@@ -358,10 +362,14 @@ if _HAS_CLASSIC:
                 raise TypeError("LangChainMemoryAdapter builds its own chat_memory; pass db and session_id")
             sid = session_id or f"langchain-{owner_id}"
             history = AgentBaseChatMessageHistory(db, sid, user_id=owner_id, agent_id=agent_id)
-            super().__init__(chat_memory=history, owner_id=owner_id, session_id=sid, agent_id=agent_id,
-                             **kwargs)
-            if self.k_long_term < 0:
-                raise ValueError("k_long_term must be >= 0")
+            try:
+                super().__init__(chat_memory=history, owner_id=owner_id, session_id=sid, agent_id=agent_id,
+                                 **kwargs)
+                if self.k_long_term < 0:
+                    raise ValueError("k_long_term must be >= 0")
+            except BaseException:
+                history.close()  # hand the engine share back: the caller never gets this object
+                raise
             self._db = history.db
 
         @property

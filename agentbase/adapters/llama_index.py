@@ -113,8 +113,20 @@ class _SessionsMixin:
     def _bind(self, db: Any) -> None:
         ab, owned = resolve_db(db)
         self._db, self._owned, self._known = ab, owned, set()
-        if self.db_path is None:
-            self.db_path = str(ab.path)
+        if self.db_path is None or owned:
+            self.db_path = str(ab.path)  # absolute once opened from a path: an unpickled copy finds the same file
+
+    def __copy__(self) -> Any:
+        # pydantic's copy shares the private attributes: a copy's close() would hand back the original's share
+        # of the engine (and close it under other adapters). Each copy takes a share of its own.
+        clone = super().__copy__()  # type: ignore[misc]
+        clone._known = set(self._known)
+        if self._owned:
+            clone._bind(self.db_path)
+        return clone
+
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        return self.__copy__()  # the fields are strings; the engine is shared, never copied
 
     @property
     def db(self) -> AgentBase:
