@@ -142,11 +142,19 @@ def _out(obj: Any, as_json: bool) -> None:
             console.on_broken_pipe()
     elif isinstance(obj, dict):  # one "key: value" line each; nested values as compact JSON
         for key, value in obj.items():
-            printable = isinstance(value, str) and value.isprintable()  # else quoted: no raw control characters
-            shown = value if printable else json.dumps(value, default=str, ensure_ascii=False)
-            console.print(f"{key}: {shown}", soft_wrap=True)
+            console.print(f"{key}: {_shown(value)}", soft_wrap=True)
     else:
         console.print(obj)
+
+
+def _shown(value: Any) -> str:
+    """A record field on one line: printable text as it is, anything else as JSON with every character that is
+    not printable escaped (line breaks, C0/C1 controls, bidi overrides: nothing reaches the terminal raw)."""
+    if isinstance(value, str) and value.isprintable():
+        return value
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                   for c in text)
 
 
 def _dump(model: Any) -> Any:

@@ -157,3 +157,21 @@ def test_find_warns_on_stderr_when_vectors_cannot_be_used(cli, tmp_path):
                         env={**ENV, "AGENTBASE_EMBEDDER__PROVIDER": "none"})
     assert res.exit_code == 0 and "no embedder configured" in res.stderr
     assert [r["entry"]["l2_full"] for r in json.loads(res.stdout)] == ["quarterly planning meeting"]
+
+
+def test_records_print_as_key_value_lines_with_nothing_raw(cli):
+    """Without --json a record is one "key: value" line per field (it was a Python dict repr); text that is not
+    printable is JSON-quoted with every such character escaped (C1 controls, line separators, bidi overrides)."""
+    text = "note a\x85b \u202eevil\u2028end"
+    added = cli("add", text, "--json")
+    assert added.exit_code == 0, added.output
+    eid = json.loads(added.output)["id"]
+    shown = cli("get", eid)
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert f"id: {eid}" in lines
+    [full] = [line for line in lines if line.startswith("l2_full: ")]
+    assert full == 'l2_full: "note a\\u0085b \\u202eevil\\u2028end"'
+    assert not any(c in shown.output for c in "\x85\u202e\u2028")
+    stats = cli("stats")
+    assert stats.exit_code == 0 and any(line.startswith("entries_total: ") for line in stats.output.splitlines())

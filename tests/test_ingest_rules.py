@@ -430,6 +430,8 @@ def test_relative_times_in_facts_are_resolved_against_the_message_time():
     ("I left Google and joined Netflix.", ["User left Google and joined Netflix"]),  # the employer rule's own
     ("I have a dog and a cat.", ["User has a dog and a cat"]),
     ("My cat Mochi is 7 years old.", ["User's cat Mochi is 7 years old"]),  # was "cat mochi"
+    ("I'm vegetarian and also allergic to peanuts.", ["User is vegetarian", "User is allergic to peanuts"]),
+    ("I'm pretending to be vegetarian and allergic to nuts.", []),  # the first half states nothing
 ])
 def test_a_shared_subject_gives_each_half_its_fact(text, facts):
     """"I'm vegetarian and allergic to peanuts" gave only "User is vegetarian", and the mem0 adapter's infer=True

@@ -35,3 +35,24 @@ def test_a_query_naming_the_user_prefers_the_users_own_turns(tmp_path, user_id, 
         assert other == []
     finally:
         db.close()
+
+
+def test_a_user_id_that_is_a_named_speakers_name_keeps_that_speakers_boost(tmp_path):
+    """user_id "melanie" in a conversation between Melanie and Caroline (named speakers): Melanie's turns carry
+    her name, so a question about her still prefers them (a helper's finding: they lost both boosts)."""
+    db = SyncAgentBase(path=tmp_path / "pair.db", embedder="hash", settings=load_settings(ner="regex"))
+    try:
+        s = db.create_session(user_id="melanie")
+        db.add_messages(s.id, [
+            {"role": "user", "name": "Melanie", "content": "I finished reading Becoming by Michelle Obama."},
+            {"role": "user", "name": "Caroline", "content": "Wow, Melanie! Which books have you read this year?"},
+            {"role": "user", "name": "Melanie", "content": "I also read The Hobbit and Dune."},
+            {"role": "user", "name": "Caroline", "content": "I have read books about counseling."}])
+        db.commit_session(s.id)
+        db.flush()
+        top = db.find("What books has Melanie read?", user_id="melanie", top_k=4, trace=True)
+        turns = [r for r in top if r.entry.category == "turn"]
+        assert turns[0].entry.name == "Melanie" and turns[0].score_parts.get("speaker_boost") == 1.15
+        assert "counseling" not in turns[0].text and "counseling" not in turns[1].text
+    finally:
+        db.close()

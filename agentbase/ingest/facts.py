@@ -136,6 +136,7 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
 _extract_cached = lru_cache(maxsize=512)(_extract)
 
 _AND = re.compile(r",?\s+and\s+")
+_ALSO = re.compile(r"^(?:also|even|now|still)\s+", re.IGNORECASE)
 _OWN_SUBJECT = re.compile(r"(?:I|[Mm]y|[Ww]e|[Tt]he|[Aa]n?|[Hh]e|[Ss]he|[Tt]hey|[Ii]t)\b")
 
 
@@ -151,8 +152,11 @@ def _shared_subject(clause: str, subject: str) -> list[str]:
     if not tail or _OWN_SUBJECT.match(tail):
         return [clause]
     whole = english_fact(clause, subject)
-    if whole is not None and whole[3] and whole[3].lower() in tail.lower():
+    if whole is None or english_fact(head, subject) is None:
+        return [clause]  # the first half states nothing ("I'm pretending to be vegetarian and allergic to nuts")
+    if whole[3] and whole[3].lower() in tail.lower():
         return [clause]  # a rule read the second half on purpose: "I left Google and joined Netflix" (employer)
+    tail = _ALSO.sub("", tail)  # "and also allergic to peanuts"
     candidates = [f"I {tail}"] + ([f"I am {tail}"] if clause.startswith("I am ") else [])
     for candidate in candidates:
         if english_fact(candidate, subject) is not None:

@@ -22,6 +22,7 @@ from ..index.fts import (bm25_upper_bound, common_terms_queries, document_freque
                          match_expression, maxscore_restriction, query_tokens, select_terms)
 from ..index.vector import knn
 from ..models import SearchResult
+from ..ner import NON_TAG_LABELS
 from ..observability import Tracer
 from ..storage.entries import EntryView, entry_columns
 from ..validation import clean_query
@@ -160,7 +161,8 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     query_ents = ab.query_extractor.extract(query)
     # A name the user goes by ("Which marathon is Erin running?" asked of Erin's memory) marks the user's own
     # turns, which say "I": it leaves the embedded text and the entity boost, and lends the speaker boost to them.
-    self_named = {norm_name(e.text) for e in query_ents} & await owner_names(db, p.filters) if query_ents else set()
+    named = {norm_name(e.text) for e in query_ents if e.label not in NON_TAG_LABELS}  # not "May" the month
+    self_named = named & await owner_names(db, p.filters) if named else set()
     if use_vector:
         vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
@@ -226,6 +228,15 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             parts["cosine_similarity"] = 1.0 - distances[rid]
         cands[rid] = {"entry": entries[rid], "score": fs.score, "matched_by": fs.matched_by, "parts": parts}
     tracer.step("load_entries", candidates_in=len(fused), candidates_out=len(cands), pool=pool)
+
+    if self_named:
+        # the user is one of a conversation's named speakers ("Melanie" talking with Caroline): her turns carry
+        # her name, so the name keeps its usual boosts
+        speakers = {norm_name(c["entry"].name) for c in cands.values() if c["entry"].category == "turn"
+                    and c["entry"].name}
+        if self_named & speakers:
+            self_named -= speakers
+            q_entities = {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}
 
     # 6. NER boost on fused results only.
     boosted = 0
