@@ -56,8 +56,7 @@ async def owner_names(db: Any, filters: Filters) -> set[str]:
 
 
 async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], filters: Filters, *,
-                            share: float, sample: int, always: set[str] | frozenset[str] = frozenset()
-                            ) -> tuple[str, list[str]]:
+                            share: float, sample: int) -> tuple[str, list[str]]:
     """The query text to embed and the names left out of it.
 
     Args:
@@ -70,7 +69,6 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
         share: the fraction (0..1] of sampled entries a name's tag must be on (and at least :data:`MIN_TAGGED`
             of them) to be left out; 0 turns this off.
         sample: how many of the latest visible entries the share is estimated on.
-        always: normalised names left out whatever their share (the user's own names, :func:`owner_names`).
 
     Returns:
         ``(text, dropped)``: ``query`` with the spans of the common names (and a possessive after them) removed,
@@ -84,10 +82,7 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
             names.setdefault(tag_for(ent.text), []).append(ent)
         except ValidationError:
             continue
-    from .fusion import norm_name
-
-    own = [tag for tag, ents in names.items() if any(norm_name(e.text) in always for e in ents)]
-    if (share <= 0 and not own) or not names:
+    if share <= 0 or not names:
         return query, []
     tags = list(names)
     owners = Filters(user_id=filters.user_id, agent_id=filters.agent_id, project_id=filters.project_id,
@@ -100,8 +95,9 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
         f"SELECT COUNT(*), {counts} FROM (SELECT e.rid FROM entries e WHERE {where} ORDER BY e.rid DESC LIMIT ?) s",
         [*tags, *params, sample])
     total = row[0] if row else 0
-    common = [tag for tag, n in zip(tags, row[1:]) if share > 0 and total and (n or 0) >= MIN_TAGGED
-              and (n or 0) / total >= share or tag in own]
+    if not total:
+        return query, []
+    common = [tag for tag, n in zip(tags, row[1:]) if (n or 0) >= MIN_TAGGED and (n or 0) / total >= share]
     spans = sorted((e.start, e.end) for tag in common for e in names[tag])
     if not spans:
         return query, []

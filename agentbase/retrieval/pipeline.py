@@ -160,13 +160,14 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         bm25 = dict(fts)
     query_ents = ab.query_extractor.extract(query)
     # A name the user goes by ("Which marathon is Erin running?" asked of Erin's memory) marks the user's own
-    # turns, which say "I": it leaves the embedded text and the entity boost, and lends the speaker boost to them.
+    # turns, which say "I": it leaves the entity boost and lends the speaker boost to them. (The embedded text
+    # keeps it: the mem0 adapter's threshold reads the cosine of the query as mem0 embeds it.)
     named = {norm_name(e.text) for e in query_ents if e.label not in NON_TAG_LABELS}  # not "May" the month
     self_named = named & await owner_names(db, p.filters) if named else set()
     if use_vector:
         vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
-                                                             sample=cfg.vector_name_sample, always=self_named)
+                                                             sample=cfg.vector_name_sample)
         qvec = await asyncio.to_thread(ab.embedder.embed_query, vector_text)
         tracer.step("embed_query", dims=int(len(qvec)), text=vector_text if dropped_names else None,
                     dropped_names=dropped_names)
