@@ -26,7 +26,7 @@ from typing import Literal
 
 from ..errors import ValidationError
 from . import _fact_rules as R
-from ._facts_en import english_fact
+from ._facts_en import FactTuple, english_fact
 from ._facts_zh import chinese_facts
 from ._grammar import expand_contractions
 from ._text import MEMO_CHARS, clean_text, has_cjk, split_sentences
@@ -117,9 +117,8 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
         elif R.FIRST_PERSON.search(sentence):
             found = []
             for whole in R.CLAUSE.split(expand_contractions(sentence)):
-                for clause in _shared_subject(whole.strip(), subject):
-                    hit = english_fact(clause, subject) if clause and not clause.endswith("?") else None
-                    if hit is not None:
+                for clause, hit in _clause_facts(whole.strip(), subject):
+                    if hit is not None and not clause.endswith("?"):
                         found.append(Fact(*hit))  # type: ignore[arg-type]
         else:
             continue
@@ -140,28 +139,31 @@ _ALSO = re.compile(r"^(?:also|even|now|still)\s+", re.IGNORECASE)
 _OWN_SUBJECT = re.compile(r"(?:I|[Mm]y|[Ww]e|[Tt]he|[Aa]n?|[Hh]e|[Ss]he|[Tt]hey|[Ii]t)\b")
 
 
-def _shared_subject(clause: str, subject: str) -> list[str]:
-    """A first-person clause whose second half shares its subject ("I am vegetarian and allergic to peanuts",
-    "I love hiking and hate running") split in two, each half a clause of its own ("I am allergic to peanuts",
-    "I hate running"), when the second half read so yields a fact; otherwise ``[clause]``. A list of things
-    ("I love hiking and running") stays whole: "I running" yields nothing."""
+def _clause_facts(clause: str, subject: str) -> list[tuple[str, FactTuple | None]]:
+    """``(clause, english_fact(clause) or None)`` for one clause, or for its two halves when it is a first-person
+    clause whose second half shares its subject ("I am vegetarian and allergic to peanuts", "I love hiking and
+    hate running" give "I am allergic to peanuts", "I hate running") and that half, read so, yields a fact. A
+    list of things ("I love hiking and running") stays whole: "I running" yields nothing. Each fact is read once
+    (the caller drops the clauses that ask)."""
+    whole = english_fact(clause, subject) if clause else None
     m = _AND.search(clause)
     if not m or not clause.startswith("I "):
-        return [clause]
+        return [(clause, whole)]
     head, tail = clause[:m.start()], clause[m.end():]
-    if not tail or _OWN_SUBJECT.match(tail):
-        return [clause]
-    whole = english_fact(clause, subject)
-    if whole is None or english_fact(head, subject) is None:
-        return [clause]  # the first half states nothing ("I'm pretending to be vegetarian and allergic to nuts")
+    if not tail or _OWN_SUBJECT.match(tail) or whole is None:
+        return [(clause, whole)]
+    first = english_fact(head, subject)
+    if first is None:
+        return [(clause, whole)]  # the first half states nothing ("I'm pretending to be vegetarian and allergic")
     if whole[3] and whole[3].lower() in tail.lower():
-        return [clause]  # a rule read the second half on purpose: "I left Google and joined Netflix" (employer)
+        return [(clause, whole)]  # a rule read the second half on purpose: "I left Google and joined Netflix"
     tail = _ALSO.sub("", tail)  # "and also allergic to peanuts"
     candidates = [f"I {tail}"] + ([f"I am {tail}"] if clause.startswith("I am ") else [])
     for candidate in candidates:
-        if english_fact(candidate, subject) is not None:
-            return [head, candidate]
-    return [clause]
+        second = english_fact(candidate, subject)
+        if second is not None:
+            return [(head, first), (candidate, second)]
+    return [(clause, whole)]
 
 
 _YEAR = re.compile(r"\b(?:1[6-9]|2\d)\d\d\b")
