@@ -164,6 +164,10 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     # keeps it: the mem0 adapter's threshold reads the cosine of the query as mem0 embeds it.)
     named = {norm_name(e.text) for e in query_ents if e.label not in NON_TAG_LABELS}  # not "May" the month
     self_named = named & await owner_names(db, p.filters) if named else set()
+
+    def entity_names() -> set[str]:  # the query's entities the boosts read: all but the user's own names
+        return {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}
+
     if use_vector:
         vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
@@ -191,7 +195,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         rankings["temporal"] = [rid for rid, _ in in_range]
         tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n)
 
-    q_entities = {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}
+    q_entities = entity_names()
     if cfg.weight_graph > 0 and q_entities:
         rankings["graph"] = await graph_candidates(ab, q_entities, p.filters, limit=n)
         tracer.step("candidates_graph", candidates_out=len(rankings["graph"]), entities=sorted(q_entities))
@@ -237,7 +241,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
                     and c["entry"].name}
         if self_named & speakers:
             self_named -= speakers
-            q_entities = {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}
+            q_entities = entity_names()
 
     # 6. NER boost on fused results only.
     boosted = 0
