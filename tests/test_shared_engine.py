@@ -144,3 +144,17 @@ def test_a_failed_constructor_and_copies_keep_the_count_right(tmp_path, monkeypa
     rel.remember("where am I", who="u")
     rel.close()
     assert (tmp_path / "rel.db").is_file() and not (tmp_path / "sub" / "rel.db").exists()
+
+
+def test_the_langchain_memory_adapter_hands_its_share_back(tmp_path):
+    """LangChainMemoryAdapter had no close() (a helper's finding): only its chat_memory could be closed."""
+    pytest.importorskip("langchain_classic")
+    from agentbase.adapters import LangChainMemoryAdapter
+
+    path = str(tmp_path / "mem.db")
+    memory = LangChainMemoryAdapter(path, owner_id="o")
+    memory.save_context({"input": "I like green tea"}, {"output": "Noted."})
+    engine = memory.db
+    memory.close()
+    memory.close()
+    assert engine.closed

@@ -377,6 +377,10 @@ if _HAS_CLASSIC:
             """The underlying async :class:`~agentbase.AgentBase`."""
             return self._db
 
+        def close(self) -> None:
+            """Close the database if this memory's history opened it from a path (otherwise do nothing)."""
+            self.chat_memory.close()
+
         @property
         def memory_variables(self) -> list[str]:
             """``[memory_key]``, plus ``long_term_key`` when ``k_long_term > 0``."""
