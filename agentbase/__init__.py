@@ -9,6 +9,7 @@ from .engine import AgentBase
 from .errors import (
                      AgentBaseError,
                      ConfigError,
+                     ConflictError,
                      DimensionMismatchError,
                      EmbeddingError,
                      MissingDependencyError,
@@ -28,6 +29,7 @@ __all__ = [
     "AgentBase",
     "AgentBaseError",
     "ConfigError",
+    "ConflictError",
     "ContextType",
     "DimensionMismatchError",
     "EmbeddingError",

@@ -10,6 +10,7 @@ builtin a caller would naturally catch::
     ├── NotFoundError (LookupError)         an id that does not exist
     ├── MissingDependencyError (ImportError) an optional extra is not installed; names the pip command
     ├── UsageError (RuntimeError)           API misuse (closed database, sync call on the engine loop)
+    ├── ConflictError (RuntimeError)        a conditional write found the data changed since it was read
     ├── StorageError (RuntimeError)         the SQLite driver failed (translated once, at the storage seam)
     │   └── SchemaVersionError              the file was written by a newer AgentBase
     └── EmbeddingError (RuntimeError)       an embedder failed (recorded on the job, retried with backoff)
@@ -20,6 +21,7 @@ from __future__ import annotations
 __all__ = [
     "AgentBaseError",
     "ConfigError",
+    "ConflictError",
     "DimensionMismatchError",
     "EmbeddingError",
     "MissingDependencyError",
@@ -77,6 +79,11 @@ class MissingDependencyError(AgentBaseError, ImportError):
 
 class UsageError(AgentBaseError, RuntimeError):
     """The API was used in a way that cannot work (closed database, sync call from the engine's own loop)."""
+
+
+class ConflictError(AgentBaseError, RuntimeError):
+    """A conditional write (``replace_messages(..., expected_ids=...)``) found that another writer changed the data
+    after the caller read it; nothing was written. Read again and retry."""
 
 
 class StorageError(AgentBaseError, RuntimeError):

@@ -12,7 +12,7 @@ import json
 import uuid
 from typing import Any
 
-from .errors import NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, ValidationError
 from .models import Message, Session, utcnow
 from .ner import tag_for
 from .storage.entries import ENTRY_COLUMNS, delete_entry_row, row_to_entry
@@ -201,14 +201,24 @@ async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Me
     return [_message(r) for r in rows]
 
 
-async def replace_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Message]:
+async def replace_messages(ab: Any, session_id: str, messages: list[Any],
+                           expected_ids: list[str] | None = None) -> list[Message]:
     db = await ab._open()
     check_id(session_id, "session_id")
     if not isinstance(messages, list):
         raise ValidationError(f"messages must be a list, got {type(messages).__name__}")
+    if expected_ids is not None:
+        if not isinstance(expected_ids, list) or not all(isinstance(i, str) for i in expected_ids):
+            raise ValidationError("expected_ids must be a list of message id strings")
     prepared = [_prepare(m) for m in messages]
     now = to_db_time(utcnow())
     async with db.transaction() as conn:
+        if expected_ids is not None:
+            current = [r[0] for r in await (await conn.execute(
+                "SELECT id FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))).fetchall()]
+            if current != expected_ids:
+                raise ConflictError(f"session {session_id!r} changed since its messages were read "
+                                    f"({len(expected_ids)} expected, {len(current)} now); read them again")
         await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "
                            "VALUES (?, 'open', '{}', ?, ?) ON CONFLICT(id) DO NOTHING", (session_id, now, now))
         await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))

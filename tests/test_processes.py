@@ -271,3 +271,40 @@ def test_a_flush_running_when_the_main_thread_ends_counts_no_failed_attempt(tmp_
     pending = sum(r[0] == "pending" for r in rows)
     flushed = int(proc.stdout.split()[-1])
     assert pending <= flushed <= pending + 8, (flushed, pending)
+
+
+LLAMA_WRITER = """
+import sys
+from llama_index.core.llms import ChatMessage
+from agentbase.adapters import AgentBaseChatStore
+store = AgentBaseChatStore(db_path=sys.argv[1])
+tag, n, idx = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+for i in range(n):
+    store.add_message("shared", ChatMessage(role="user", content=f"{tag} {i}"), idx=None if idx == "-" else int(idx))
+store.close()
+"""
+
+
+@pytest.mark.slow
+def test_llama_index_inserts_never_drop_another_process_appends(tmp_path):
+    """add_message(idx=...) rewrites the key; appends another process acknowledged meanwhile must all survive."""
+    pytest.importorskip("llama_index.core")
+    db = tmp_path / "chat.db"
+    script = tmp_path / "llama_writer.py"
+    script.write_text(LLAMA_WRITER)
+    env = {**_env(), "AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
+    n = 80
+    procs = [subprocess.Popen([sys.executable, str(script), str(db), tag, str(n), idx], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for tag, idx in (("append", "-"), ("insert", "0"), ("middle", "1"))]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    con = sqlite3.connect(db)
+    try:
+        stored = [r[0] for r in con.execute("SELECT content FROM messages WHERE session_id = 'shared' ORDER BY seq")]
+    finally:
+        con.close()
+    assert sorted(stored) == sorted(f"{tag} {i}" for tag in ("append", "insert", "middle") for i in range(n))
+    appended = [s for s in stored if s.startswith("append")]
+    assert appended == [f"append {i}" for i in range(n)]  # each process's own order is kept

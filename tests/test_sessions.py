@@ -307,3 +307,23 @@ async def test_a_name_that_addresses_a_participant_is_not_a_tag_of_the_turn(db):
         await other.add_message(s2.id, role="user", name="Bob", content="Wow, Ann, that's huge!")
         await other.commit_session(s2.id)
         assert "ner_Ann" in (await other.list(user_id="bob", category="turn"))[-1].tags
+
+
+async def test_replace_messages_with_expected_ids_is_a_compare_and_replace(db):
+    from agentbase import ConflictError
+
+    await db.replace_messages("cas", [{"role": "user", "content": "one", "id": "m1"}], expected_ids=[])
+    read = [m.id for m in await db.get_messages("cas")]
+    await db.add_messages("cas", [{"role": "user", "content": "two", "id": "m2"}])  # another writer, after the read
+    with pytest.raises(ConflictError, match="changed since"):
+        await db.replace_messages("cas", [{"role": "user", "content": "zero"}, {"role": "user", "content": "one",
+                                                                              "id": "m1"}], expected_ids=read)
+    assert [m.content for m in await db.get_messages("cas")] == ["one", "two"]  # nothing was written
+    fresh = [m.id for m in await db.get_messages("cas")]
+    out = await db.replace_messages("cas", [{"role": "user", "content": "only"}], expected_ids=fresh)
+    assert [m.content for m in out] == ["only"]
+    with pytest.raises(ValidationError, match="expected_ids"):
+        await db.replace_messages("cas", [], expected_ids="m1")
+    with pytest.raises(ConflictError):  # a missing session holds no ids
+        await db.replace_messages("new-cas", [], expected_ids=["m1"])
+    assert await db.get_session("new-cas") is None

@@ -15,12 +15,14 @@ adapters are rebuilt from the columns. Both stores see the same sessions; the qu
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 from typing import Any, List, Optional, TypeVar
 
 from agentbase import AgentBase, release_db, resolve_db, run_sync
 from agentbase.adapters._owners import foreign_owner
-from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
+from agentbase.errors import ConflictError, MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
 
 try:
@@ -39,6 +41,7 @@ STATUS_KEY = "llama_index_status"
 SESSION_MARK = "llama_index_chat_store"  # session metadata flag: the session is a key of these stores
 _ROLES = {r.value for r in MessageRole}
 _MAX_READ = 1_000_000  # largest ``limit`` AgentBase.get_messages accepts
+_INSERT_TRIES = 100  # guarded read-modify-write attempts of add_message(idx=...) before ConflictError surfaces
 
 
 # ------------------------------------------------------------------------------------------------ plumbing
@@ -175,9 +178,9 @@ class _SessionsMixin:
             await self._ensure(key)
             await self.db.add_messages(key, rows)
 
-    async def _replace(self, key: str, rows: list[dict[str, Any]]) -> None:
+    async def _replace(self, key: str, rows: list[dict[str, Any]], expected_ids: list[str] | None = None) -> None:
         await self._ensure(key)
-        await self.db.replace_messages(key, rows)
+        await self.db.replace_messages(key, rows, expected_ids=expected_ids)
 
     async def _drop(self, key: str) -> Optional[List[Message]]:
         """Delete the session of ``key``; return its messages, or None if it did not exist (or is another
@@ -262,14 +265,33 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
         return [row_to_message(m) for m in await self._messages(key)]
 
     async def async_add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
-        """Append ``message`` (or insert it at list position ``idx``, as ``list.insert`` does)."""
+        """Append ``message`` (or insert it at list position ``idx``, as ``list.insert`` does).
+
+        An insert rewrites the key's messages guarded by the ids it read (``replace_messages(expected_ids=...)``),
+        so a message another store or process added meanwhile is never lost: the insert is redone on a fresh read.
+
+        Raises:
+            ConflictError: other writers changed ``key`` during each of 100 insert attempts (nothing was written).
+        """
         row = message_to_row(message)
         if idx is None:
             await self._append(key, [row])
             return
-        rows = [_row_dict(m) for m in await self._messages(key)]
+        # Read-modify-write guarded by the ids read: a message another store (or process) appended meanwhile
+        # makes the replace raise ConflictError instead of deleting it, and the insert is redone on fresh rows.
+        for _ in range(_INSERT_TRIES - 1):
+            try:
+                await self._insert_at(key, idx, row)
+                return
+            except ConflictError:
+                await asyncio.sleep(random.uniform(0, 0.005))  # jitter: writers racing in step do not collide again
+        await self._insert_at(key, idx, row)
+
+    async def _insert_at(self, key: str, idx: int, row: dict[str, Any]) -> None:
+        current = await self._messages(key)
+        rows = [_row_dict(m) for m in current]
         rows.insert(idx, row)
-        await self._replace(key, rows)
+        await self._replace(key, rows, expected_ids=[m.id for m in current])
 
     async def adelete_messages(self, key: str) -> Optional[List[ChatMessage]]:
         """Remove ``key`` and return its messages, or None if the key does not exist."""

@@ -183,20 +183,28 @@ class SessionsAPI:
         return await _sessions.delete_message(self, session_id, message_id)
 
     @bridged
-    async def replace_messages(self, session_id: str, messages: list[dict[str, Any]]) -> list[Message]:
+    async def replace_messages(self, session_id: str, messages: list[dict[str, Any]], *,
+                               expected_ids: list[str] | None = None) -> list[Message]:
         """Replace all messages of a session (created if missing) in one transaction.
 
         Args:
             session_id: the session. messages: a list of message dicts as for :meth:`add_messages`.
+            expected_ids: optional compare-and-replace guard: the session's message ids, in order, as the caller
+                read them (``[]`` for a missing or empty session). If the session holds other ids when the write
+                starts (another writer, perhaps in another process, added or removed a message), nothing is
+                written and :class:`ConflictError` is raised, so a read-modify-write never drops a message it
+                did not see. ``None`` (default) replaces unconditionally.
 
         Returns:
             The session's messages after the replacement, in order.
 
         Raises:
-            ValidationError: a bad id, ``messages`` not a list, or any bad message (nothing is changed).
+            ValidationError: a bad id, ``messages`` not a list, ``expected_ids`` not a list of strings, or any bad
+                message (nothing is changed).
+            ConflictError: ``expected_ids`` differs from the stored ids (nothing is changed).
         """
         await _commit.settle(self, [check_id(session_id, "session_id")])
-        return await _sessions.replace_messages(self, session_id, messages)
+        return await _sessions.replace_messages(self, session_id, messages, expected_ids)
 
     @bridged
     async def clear_messages(self, session_id: str) -> int:
