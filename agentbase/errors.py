@@ -82,8 +82,8 @@ class UsageError(AgentBaseError, RuntimeError):
 
 
 class ConflictError(AgentBaseError, RuntimeError):
-    """A conditional write (``replace_messages(..., expected_ids=...)``) found that another writer changed the data
-    after the caller read it; nothing was written. Read again and retry."""
+    """A conditional write (``replace_messages(..., expected_ids=...)``) found that another writer changed the
+    data after the caller read it; nothing was written. Read again and retry."""
 
 
 class StorageError(AgentBaseError, RuntimeError):

@@ -437,3 +437,22 @@ def test_a_shared_subject_gives_each_half_its_fact(text, facts):
     """"I'm vegetarian and allergic to peanuts" gave only "User is vegetarian", and the mem0 adapter's infer=True
     then dropped the verbatim message: the allergy was lost (a new-user helper's finding)."""
     assert [f.text for f in extract_facts(text)] == facts
+
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("I don't think I'm vegetarian.", []),
+    ("I never said I live in Berlin.", []),
+    ("My friend said I'm vegetarian.", []),
+    ("People say I'm a great cook.", []),
+    ("Sarah thinks I am allergic to nuts.", []),
+    ("Maybe I'm vegetarian.", []),
+    ("I think I'm vegetarian now.", ["User is vegetarian"]),  # the user's own belief is a statement
+    ("I said I live in Berlin.", ["User lives in Berlin"]),
+    ("My mom always says I work too hard, and I work at Google.", ["User works at Google"]),
+    ("My name is Dr. John Smith.", ["User's name is Dr. John Smith"]),  # was "Dr" (cut at the title's dot)
+])
+def test_denied_reported_or_hedged_statements_give_no_fact(text, facts):
+    """"I don't think I'm vegetarian" and "My friend said I'm vegetarian" stored "User is vegetarian" (a
+    helper's finding); on 23,725 LongMemEval/LoCoMo turns the guard removed one fact ("Maybe I'll do that this
+    weekend")."""
+    assert [f.text for f in extract_facts(text)] == facts

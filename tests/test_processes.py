@@ -280,14 +280,15 @@ from agentbase.adapters import AgentBaseChatStore
 store = AgentBaseChatStore(db_path=sys.argv[1])
 tag, n, idx = sys.argv[2], int(sys.argv[3]), sys.argv[4]
 for i in range(n):
-    store.add_message("shared", ChatMessage(role="user", content=f"{tag} {i}"), idx=None if idx == "-" else int(idx))
+    msg = ChatMessage(role="user", content=f"{tag} {i}")
+    store.add_message("shared", msg, idx=None if idx == "-" else int(idx))
 store.close()
 """
 
 
 @pytest.mark.slow
 def test_llama_index_inserts_never_drop_another_process_appends(tmp_path):
-    """add_message(idx=...) rewrites the key; appends another process acknowledged meanwhile must all survive."""
+    """add_message(idx=...) rewrites the key; appends another process acknowledged meanwhile all survive."""
     pytest.importorskip("llama_index.core")
     db = tmp_path / "chat.db"
     script = tmp_path / "llama_writer.py"
@@ -302,7 +303,8 @@ def test_llama_index_inserts_never_drop_another_process_appends(tmp_path):
         assert p.returncode == 0, err
     con = sqlite3.connect(db)
     try:
-        stored = [r[0] for r in con.execute("SELECT content FROM messages WHERE session_id = 'shared' ORDER BY seq")]
+        stored = [r[0] for r in con.execute(
+            "SELECT content FROM messages WHERE session_id = 'shared' ORDER BY seq")]
     finally:
         con.close()
     assert sorted(stored) == sorted(f"{tag} {i}" for tag in ("append", "insert", "middle") for i in range(n))

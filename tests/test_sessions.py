@@ -314,10 +314,10 @@ async def test_replace_messages_with_expected_ids_is_a_compare_and_replace(db):
 
     await db.replace_messages("cas", [{"role": "user", "content": "one", "id": "m1"}], expected_ids=[])
     read = [m.id for m in await db.get_messages("cas")]
-    await db.add_messages("cas", [{"role": "user", "content": "two", "id": "m2"}])  # another writer, after the read
+    await db.add_messages("cas", [{"role": "user", "content": "two", "id": "m2"}])  # another writer, later
     with pytest.raises(ConflictError, match="changed since"):
-        await db.replace_messages("cas", [{"role": "user", "content": "zero"}, {"role": "user", "content": "one",
-                                                                              "id": "m1"}], expected_ids=read)
+        await db.replace_messages("cas", [{"role": "user", "content": "zero"},
+                                          {"role": "user", "content": "one", "id": "m1"}], expected_ids=read)
     assert [m.content for m in await db.get_messages("cas")] == ["one", "two"]  # nothing was written
     fresh = [m.id for m in await db.get_messages("cas")]
     out = await db.replace_messages("cas", [{"role": "user", "content": "only"}], expected_ids=fresh)

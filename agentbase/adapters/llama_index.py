@@ -41,7 +41,7 @@ STATUS_KEY = "llama_index_status"
 SESSION_MARK = "llama_index_chat_store"  # session metadata flag: the session is a key of these stores
 _ROLES = {r.value for r in MessageRole}
 _MAX_READ = 1_000_000  # largest ``limit`` AgentBase.get_messages accepts
-_INSERT_TRIES = 100  # guarded read-modify-write attempts of add_message(idx=...) before ConflictError surfaces
+_INSERT_TRIES = 100  # guarded read-modify-write attempts of add_message(idx=...) before ConflictError
 
 
 # ------------------------------------------------------------------------------------------------ plumbing
@@ -178,7 +178,8 @@ class _SessionsMixin:
             await self._ensure(key)
             await self.db.add_messages(key, rows)
 
-    async def _replace(self, key: str, rows: list[dict[str, Any]], expected_ids: list[str] | None = None) -> None:
+    async def _replace(self, key: str, rows: list[dict[str, Any]],
+                       expected_ids: list[str] | None = None) -> None:
         await self._ensure(key)
         await self.db.replace_messages(key, rows, expected_ids=expected_ids)
 
@@ -267,24 +268,25 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
     async def async_add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
         """Append ``message`` (or insert it at list position ``idx``, as ``list.insert`` does).
 
-        An insert rewrites the key's messages guarded by the ids it read (``replace_messages(expected_ids=...)``),
-        so a message another store or process added meanwhile is never lost: the insert is redone on a fresh read.
+        An insert rewrites the key's messages guarded by the ids it read
+        (``replace_messages(expected_ids=...)``), so a message another store or process added meanwhile is
+        never lost: the insert is redone on a fresh read.
 
         Raises:
-            ConflictError: other writers changed ``key`` during each of 100 insert attempts (nothing was written).
+            ConflictError: other writers changed ``key`` during each of 100 insert attempts (nothing written).
         """
         row = message_to_row(message)
         if idx is None:
             await self._append(key, [row])
             return
-        # Read-modify-write guarded by the ids read: a message another store (or process) appended meanwhile
-        # makes the replace raise ConflictError instead of deleting it, and the insert is redone on fresh rows.
+        # Read-modify-write guarded by the ids read: a message another store (or process) appended
+        # meanwhile makes the replace raise ConflictError instead of deleting it; the insert is redone.
         for _ in range(_INSERT_TRIES - 1):
             try:
                 await self._insert_at(key, idx, row)
                 return
             except ConflictError:
-                await asyncio.sleep(random.uniform(0, 0.005))  # jitter: writers racing in step do not collide again
+                await asyncio.sleep(random.uniform(0, 0.005))  # jitter: racing writers fall out of step
         await self._insert_at(key, idx, row)
 
     async def _insert_at(self, key: str, idx: int, row: dict[str, Any]) -> None:

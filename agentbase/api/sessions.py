@@ -189,18 +189,18 @@ class SessionsAPI:
 
         Args:
             session_id: the session. messages: a list of message dicts as for :meth:`add_messages`.
-            expected_ids: optional compare-and-replace guard: the session's message ids, in order, as the caller
-                read them (``[]`` for a missing or empty session). If the session holds other ids when the write
-                starts (another writer, perhaps in another process, added or removed a message), nothing is
-                written and :class:`ConflictError` is raised, so a read-modify-write never drops a message it
-                did not see. ``None`` (default) replaces unconditionally.
+            expected_ids: optional compare-and-replace guard: the session's message ids, in order, as the
+                caller read them (``[]`` for a missing or empty session). If the session holds other ids when
+                the write starts (another writer, perhaps in another process, added or removed a message),
+                nothing is written and :class:`ConflictError` is raised, so a read-modify-write never drops a
+                message it did not see. ``None`` (default) replaces unconditionally.
 
         Returns:
             The session's messages after the replacement, in order.
 
         Raises:
-            ValidationError: a bad id, ``messages`` not a list, ``expected_ids`` not a list of strings, or any bad
-                message (nothing is changed).
+            ValidationError: a bad id, ``messages`` not a list, ``expected_ids`` not a list of strings, or
+                any bad message (nothing is changed).
             ConflictError: ``expected_ids`` differs from the stored ids (nothing is changed).
         """
         await _commit.settle(self, [check_id(session_id, "session_id")])

@@ -22,6 +22,19 @@ HYPOTHETICAL = re.compile(
     r"(?:\s+\S+){0,3}\s*$",
     re.I,
 )
+# The user does not assert what follows: it is denied ("I do not think I am ...", "I never said I live ..."),
+# someone else's claim ("My friend said I am ...", "People think I am ..."), or hedged ("Maybe I am ...").
+# Read like HYPOTHETICAL, on the clause before the rule's match (contractions are already expanded).
+NOT_ASSERTED = re.compile(
+    r"(?:\b(?:not|never)\s+(?:\w+\s+)?(?:think|believe|say|said|claim|claimed|know|knew|remember|mean|guess"
+    r"|suppose|agree|feel|felt|admit|admitted)\b(?:\s+that)?"
+    r"|\b(?:he|she|they|people|someone|somebody|everyone|everybody|nobody"
+    r"|(?:my|his|her|their|our|the) [\w'-]+|(?-i:[A-Z][\w'-]+))\s+(?:\w+ly\s+)?"
+    r"(?:say|says|said|think|thinks|thought|believe|believes|believed|claim|claims|claimed|insists|insisted"
+    r"|assumes|assumed|swears|swore)(?:\s+that)?"
+    r"|\b(?:maybe|perhaps|possibly)\b,?)\s*$",
+    re.I,
+)
 ADV = (
     r"(?:\s+(?:really|absolutely|totally|just|also|actually|truly|still|always|genuinely|especially"
     r"|definitely|personally|kind of|sort of|currently|now|recently|finally|already|seriously|usually"
@@ -70,7 +83,8 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"({_WORDS.format(n=3)}) (?:is|are) (?:definitely |probably |still |now |currently |officially )?"
      rf"my {FAV} ({_WORDS.format(n=2)})"),
     ("name", r"\b(?:my (?:new )?name is|call me|I am (?:now )?called|I (?:now )?go by"
-             r"|I (?:have )?(?:just |legally |officially )?changed my name to) ([a-z][\w'-]*(?-i: [A-Z][\w'-]*){0,2})"),
+             r"|I (?:have )?(?:just |legally |officially )?changed my name to) "
+             r"((?-i:(?:Dr|Mr|Mrs|Ms|Mx|Prof)\. )?[a-z][\w'-]*(?-i: [A-Z][\w'-]*){0,2})"),
     ("age",
      rf"{I_SUBJ} am (\d{{1,3}})(?: ?(?:years?|yrs?|y/?o)(?: old)?)?"
      r"(?![\w%$.,/:-]| ?(?:minutes|hours|days|weeks|months|times|pounds|lbs|kg|km|miles|feet|ft|cm"

@@ -295,7 +295,7 @@ def english_fact(clause: str, subject: str) -> FactTuple | None:
         if triggers.isdisjoint(present):
             continue
         m = pattern.search(clause)
-        if not m or R.HYPOTHETICAL.search(clause[:m.start()]):
+        if not m or R.HYPOTHETICAL.search(clause[:m.start()]) or R.NOT_ASSERTED.search(clause[:m.start()]):
             continue
         if clause[m.start():m.start() + 1] in ("I", "W", "w") and _relative_clause(clause, m.start()):
             continue
