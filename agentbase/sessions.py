@@ -101,10 +101,13 @@ async def update_session(ab: Any, session_id: str, *, metadata: dict[str, Any]) 
     return session
 
 
-async def delete_session(ab: Any, session_id: str, *, delete_memories: bool) -> bool:
+async def delete_session(ab: Any, session_id: str, *, delete_memories: bool,
+                         expected_ids: list[str] | None = None) -> bool:
     db = await ab._open()
     check_id(session_id, "session_id")
+    _check_expected_ids(expected_ids)
     async with db.transaction() as conn:
+        await _guard_ids(conn, session_id, expected_ids)
         if delete_memories:
             # Only entries no other session links to: a fact this session merely repeated (hardened) still
             # belongs to the session that stated it first.
@@ -161,6 +164,19 @@ def _prepare(raw: Any) -> dict[str, Any]:
             "created_at": to_db_time(parse_time(raw.get("created_at")) or utcnow())}
 
 
+async def _taken_ids(conn: Any, ids: list[str], *, other_than: str | None = None) -> list[str]:
+    """The ``ids`` that already name a message (of a session other than ``other_than``, when given)."""
+    taken: list[str] = []
+    for i in range(0, len(ids), 10_000):  # well under SQLite's limit of bound parameters
+        chunk = ids[i:i + 10_000]
+        sql = f"SELECT id FROM messages WHERE id IN ({','.join('?' * len(chunk))})"
+        if other_than is not None:
+            sql += " AND session_id != ?"
+        taken += [r[0] for r in await (await conn.execute(
+            sql, [*chunk, other_than] if other_than is not None else chunk)).fetchall()]
+    return taken
+
+
 async def _insert_messages(conn: Any, session_id: str, prepared: list[dict[str, Any]]) -> None:
     # A seq is never reused within a session: after the last message was deleted, or the messages cleared or
     # replaced, new ones still number after everything committed, so commit_session takes them (it reads seq >
@@ -190,15 +206,32 @@ async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Me
         if await (await conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))).fetchone() is None:
             raise NotFoundError(f"session {session_id!r} not found")
         ids = [m["id"] for m in prepared]
-        taken = await (await conn.execute(f"SELECT id FROM messages WHERE id IN ({','.join('?' * len(ids))})",
-                                          ids)).fetchall()
+        taken = await _taken_ids(conn, ids)
         if taken or len(set(ids)) != len(ids):
-            raise ValidationError(f"message id already used: {taken[0][0] if taken else 'duplicate in batch'}")
+            raise ValidationError(f"message id already used: {taken[0] if taken else 'duplicate in batch'}")
         await _insert_messages(conn, session_id, prepared)
     ids = [m["id"] for m in prepared]
     rows = await db.fetchall(f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({','.join('?' * len(ids))}) "
                              "ORDER BY seq", ids)
     return [_message(r) for r in rows]
+
+
+def _check_expected_ids(expected_ids: Any) -> None:
+    if expected_ids is not None and (not isinstance(expected_ids, list)
+                                     or not all(isinstance(i, str) for i in expected_ids)):
+        raise ValidationError("expected_ids must be a list of message id strings")
+
+
+async def _guard_ids(conn: Any, session_id: str, expected_ids: list[str] | None) -> None:
+    """Inside a write transaction: raise ConflictError unless the session's message ids, in order, are
+    ``expected_ids`` (no guard when it is None)."""
+    if expected_ids is None:
+        return
+    current = [r[0] for r in await (await conn.execute(
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))).fetchall()]
+    if current != expected_ids:
+        raise ConflictError(f"session {session_id!r} changed since its messages were read "
+                            f"({len(expected_ids)} expected, {len(current)} now); read them again")
 
 
 async def replace_messages(ab: Any, session_id: str, messages: list[Any],
@@ -207,18 +240,17 @@ async def replace_messages(ab: Any, session_id: str, messages: list[Any],
     check_id(session_id, "session_id")
     if not isinstance(messages, list):
         raise ValidationError(f"messages must be a list, got {type(messages).__name__}")
-    if expected_ids is not None:
-        if not isinstance(expected_ids, list) or not all(isinstance(i, str) for i in expected_ids):
-            raise ValidationError("expected_ids must be a list of message id strings")
+    _check_expected_ids(expected_ids)
     prepared = [_prepare(m) for m in messages]
+    ids = [m["id"] for m in prepared]
+    if len(set(ids)) != len(ids):
+        raise ValidationError(f"message id used twice in messages: {next(i for i in ids if ids.count(i) > 1)!r}")
     now = to_db_time(utcnow())
     async with db.transaction() as conn:
-        if expected_ids is not None:
-            current = [r[0] for r in await (await conn.execute(
-                "SELECT id FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))).fetchall()]
-            if current != expected_ids:
-                raise ConflictError(f"session {session_id!r} changed since its messages were read "
-                                    f"({len(expected_ids)} expected, {len(current)} now); read them again")
+        await _guard_ids(conn, session_id, expected_ids)
+        taken = await _taken_ids(conn, ids, other_than=session_id)
+        if taken:
+            raise ValidationError(f"message id already used in another session: {taken[0]!r}")
         await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "
                            "VALUES (?, 'open', '{}', ?, ?) ON CONFLICT(id) DO NOTHING", (session_id, now, now))
         await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
@@ -253,10 +285,18 @@ async def get_message(ab: Any, session_id: str, message_id: str) -> Message | No
     return _message(row) if row else None
 
 
-async def update_message(ab: Any, session_id: str, message_id: str, *, metadata: dict[str, Any]) -> Message:
+async def update_message(ab: Any, session_id: str, message_id: str, *, metadata: dict[str, Any],
+                         expected_metadata: dict[str, Any] | None = None) -> Message:
     db = await ab._open()
     meta = check_metadata(metadata)
+    expected = None if expected_metadata is None else check_metadata(expected_metadata)
     async with db.transaction() as conn:
+        if expected is not None:
+            row = await (await conn.execute("SELECT metadata FROM messages WHERE session_id = ? AND id = ?",
+                                            (check_id(session_id, "session_id"),
+                                             check_id(message_id, "message_id")))).fetchone()
+            if row is not None and json.loads(row[0]) != expected:
+                raise ConflictError(f"message {message_id!r} changed since it was read; read it again")
         cur = await conn.execute("UPDATE messages SET metadata = ? WHERE session_id = ? AND id = ?",
                                  (json.dumps(meta, ensure_ascii=False), check_id(session_id, "session_id"),
                                   check_id(message_id, "message_id")))
@@ -269,12 +309,15 @@ async def update_message(ab: Any, session_id: str, message_id: str, *, metadata:
 
 async def delete_message(ab: Any, session_id: str, message_id: str) -> Message | None:
     db = await ab._open()
-    msg = await get_message(ab, session_id, message_id)
-    if msg is None:
-        return None
+    check_id(session_id, "session_id")
+    check_id(message_id, "message_id")
+    # Read and delete in one statement: of two callers deleting the same message, only the one whose DELETE
+    # removed the row gets it back.
     async with db.transaction() as conn:
-        await conn.execute("DELETE FROM messages WHERE session_id = ? AND id = ?", (session_id, message_id))
-    return msg
+        row = await (await conn.execute(
+            f"DELETE FROM messages WHERE session_id = ? AND id = ? RETURNING {_MSG_COLS}",
+            (session_id, message_id))).fetchone()
+    return _message(row) if row else None
 
 
 async def clear_messages(ab: Any, session_id: str) -> int:

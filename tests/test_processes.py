@@ -310,3 +310,65 @@ def test_llama_index_inserts_never_drop_another_process_appends(tmp_path):
     assert sorted(stored) == sorted(f"{tag} {i}" for tag in ("append", "insert", "middle") for i in range(n))
     appended = [s for s in stored if s.startswith("append")]
     assert appended == [f"append {i}" for i in range(n)]  # each process's own order is kept
+
+
+LLAMA_POPPER = """
+import sys
+from agentbase.adapters import AgentBaseChatStore, AgentBaseDBChatStore
+how = sys.argv[2]
+store = (AgentBaseDBChatStore if how.startswith("db") else AgentBaseChatStore)(db_path=sys.argv[1])
+if how == "db_oldest":
+    import asyncio
+    async def run():
+        while True:
+            got = await store.delete_oldest_messages("pile", 3)
+            if not got:
+                return
+            for m in got:
+                print(m.content, flush=True)
+    asyncio.run(run())
+else:
+    while (m := store.delete_last_message("pile") if how == "last" else store.delete_message("pile", 1)):
+        print(m.content, flush=True)
+store.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["last", "index1", "db_oldest"])
+def test_llama_index_pops_from_two_processes_hand_out_each_message_once(tmp_path, how):
+    """Two processes popping one key: every message is returned to exactly one of them and none is left
+    (a helper saw 13 of 120 returned to both while 16 stayed in the file)."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import ChatMessage
+
+    from agentbase.adapters import AgentBaseChatStore
+
+    db = tmp_path / "pile.db"
+    env = {**_env(), "AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
+    os.environ.update({k: env[k] for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER")})
+    try:
+        store = AgentBaseChatStore(db_path=str(db))
+        store.set_messages("pile", [ChatMessage(role="user", content=f"m{i}") for i in range(120)])
+        store.close()
+    finally:
+        for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER"):
+            os.environ.pop(k, None)
+    script = tmp_path / "popper.py"
+    script.write_text(LLAMA_POPPER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(db), how], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        outs.append(out.split())
+    returned = outs[0] + outs[1]
+    assert len(returned) == len(set(returned)), "a message was returned to both processes"
+    con = sqlite3.connect(db)
+    try:
+        left = [r[0] for r in con.execute("SELECT content FROM messages WHERE session_id = 'pile'")]
+    finally:
+        con.close()
+    expect_left = ["m0"] if how == "index1" else []
+    assert left == expect_left and sorted(returned + left) == sorted(f"m{i}" for i in range(120))

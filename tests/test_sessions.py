@@ -327,3 +327,35 @@ async def test_replace_messages_with_expected_ids_is_a_compare_and_replace(db):
     with pytest.raises(ConflictError):  # a missing session holds no ids
         await db.replace_messages("new-cas", [], expected_ids=["m1"])
     assert await db.get_session("new-cas") is None
+
+
+async def test_guarded_session_delete_and_metadata_update(db):
+    from agentbase import ConflictError
+
+    await db.replace_messages("g", [{"role": "user", "content": "one", "id": "g1"}])
+    with pytest.raises(ConflictError):
+        await db.delete_session("g", expected_ids=[])  # it holds g1: nothing is deleted
+    assert [m.id for m in await db.get_messages("g")] == ["g1"]
+    with pytest.raises(ValidationError, match="expected_ids"):
+        await db.delete_session("g", expected_ids=[1])
+    msg = await db.update_message("g", "g1", metadata={"status": "active"})
+    await db.update_message("g", "g1", metadata={"status": "archived"}, expected_metadata={"status": "active"})
+    with pytest.raises(ConflictError):  # a second archiver read "active" too
+        await db.update_message("g", "g1", metadata={"status": "archived", "by": "b"}, expected_metadata=msg.metadata)
+    assert (await db.get_message("g", "g1")).metadata == {"status": "archived"}
+    assert await db.delete_session("g", expected_ids=["g1"]) is True
+    assert await db.delete_message("g", "g1") is None
+
+
+async def test_replace_messages_rejects_ids_used_twice_or_by_another_session(db):
+    await db.replace_messages("r1", [{"role": "user", "content": "x", "id": "shared-id"}])
+    await db.replace_messages("r2", [{"role": "user", "content": "keep", "id": "r2-a"}])
+    with pytest.raises(ValidationError, match="another session"):
+        await db.replace_messages("r2", [{"role": "user", "content": "y", "id": "shared-id"}])
+    with pytest.raises(ValidationError, match="twice"):
+        await db.replace_messages("r2", [{"role": "user", "content": "y", "id": "d"},
+                                         {"role": "user", "content": "z", "id": "d"}])
+    assert [m.content for m in await db.get_messages("r2")] == ["keep"]  # nothing changed
+    # its own ids may be written again (the replace deletes them first)
+    out = await db.replace_messages("r2", [{"role": "user", "content": "again", "id": "r2-a"}])
+    assert [(m.id, m.content) for m in out] == [("r2-a", "again")]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any, List, Optional, TypeVar
+from typing import Any, Awaitable, Callable, List, Optional, TypeVar
 
 from agentbase import AgentBase, release_db, resolve_db, run_sync
 from agentbase.adapters._owners import foreign_owner
@@ -41,7 +41,7 @@ STATUS_KEY = "llama_index_status"
 SESSION_MARK = "llama_index_chat_store"  # session metadata flag: the session is a key of these stores
 _ROLES = {r.value for r in MessageRole}
 _MAX_READ = 1_000_000  # largest ``limit`` AgentBase.get_messages accepts
-_INSERT_TRIES = 100  # guarded read-modify-write attempts of add_message(idx=...) before ConflictError
+_TRIES = 100  # attempts of a guarded read-then-write (insert, pop, drop, archive) before ConflictError
 
 
 # ------------------------------------------------------------------------------------------------ plumbing
@@ -183,16 +183,45 @@ class _SessionsMixin:
         await self._ensure(key)
         await self.db.replace_messages(key, rows, expected_ids=expected_ids)
 
+    async def _retry(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run ``attempt`` (a read, then a write guarded by what it read) until no other writer changed the
+        data in between, at most :data:`_TRIES` times; the last ConflictError propagates."""
+        for _ in range(_TRIES - 1):
+            try:
+                return await attempt()
+            except ConflictError:
+                await asyncio.sleep(random.uniform(0, 0.005))  # jitter: racing writers fall out of step
+        return await attempt()
+
     async def _drop(self, key: str) -> Optional[List[Message]]:
         """Delete the session of ``key``; return its messages, or None if it did not exist (or is another
-        owner's)."""
-        session = await self.db.get_session(key)
-        if session is None or foreign_owner(session, self.user_id, self.agent_id):
-            return None
-        rows = await self.db.get_messages(key)
-        await self.db.delete_session(key)
+        owner's). The delete is guarded by the ids read, so every message deleted is one returned."""
+        async def attempt() -> Optional[List[Message]]:
+            session = await self.db.get_session(key)
+            if session is None or foreign_owner(session, self.user_id, self.agent_id):
+                return None
+            rows = await self.db.get_messages(key)
+            if not await self.db.delete_session(key, expected_ids=[m.id for m in rows]):
+                return None  # another store deleted it meanwhile
+            return rows
+
+        rows = await self._retry(attempt)
         self._known.discard(key)
         return rows
+
+    async def _pop(self, key: str, idx: int, status: str | None = None) -> Optional[Message]:
+        """Delete and return the message at list position ``idx`` (among ``status`` messages if given), or None
+        if there is none. Of callers popping at once, each gets a different message: a target another caller
+        deleted first is picked again."""
+        for _ in range(_TRIES):
+            target = await self._pick(key, idx, status)
+            if target is None:
+                return None
+            removed = await self.db.delete_message(key, target.id)
+            if removed is not None:
+                return removed
+            await asyncio.sleep(random.uniform(0, 0.005))
+        raise ConflictError(f"chat store key {key!r}: other writers removed the message at {idx} {_TRIES} times")
 
     async def _pick(self, key: str, idx: int, status: str | None = None) -> Optional[Message]:
         """The message at list position ``idx`` (Python semantics, negatives count from the end) or None."""
@@ -281,13 +310,7 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
             return
         # Read-modify-write guarded by the ids read: a message another store (or process) appended
         # meanwhile makes the replace raise ConflictError instead of deleting it; the insert is redone.
-        for _ in range(_INSERT_TRIES - 1):
-            try:
-                await self._insert_at(key, idx, row)
-                return
-            except ConflictError:
-                await asyncio.sleep(random.uniform(0, 0.005))  # jitter: racing writers fall out of step
-        await self._insert_at(key, idx, row)
+        await self._retry(lambda: self._insert_at(key, idx, row))
 
     async def _insert_at(self, key: str, idx: int, row: dict[str, Any]) -> None:
         current = await self._messages(key)
@@ -305,10 +328,7 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
 
         Negative positions count from the end (``-1`` is the last message); the others keep their order.
         """
-        target = await self._pick(key, idx)
-        if target is None:
-            return None
-        removed = await self.db.delete_message(key, target.id)
+        removed = await self._pop(key, idx)
         return row_to_message(removed) if removed is not None else None
 
     async def adelete_last_message(self, key: str) -> Optional[ChatMessage]:
@@ -416,10 +436,7 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
 
     async def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
         """Remove and return the active message at list position ``idx``; None if there is none."""
-        target = await self._pick(key, idx, MessageStatus.ACTIVE.value)
-        if target is None:
-            return None
-        removed = await self.db.delete_message(key, target.id)
+        removed = await self._pop(key, idx, MessageStatus.ACTIVE.value)
         return row_to_message(removed) if removed is not None else None
 
     async def delete_messages(self, key: str, status: Optional[MessageStatus] = None) -> None:
@@ -430,22 +447,38 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
         for m in await self._rows(key, status):
             await self.db.delete_message(key, m.id)
 
-    async def _oldest(self, key: str, n: int) -> List[Message]:
-        return (await self._rows(key, MessageStatus.ACTIVE))[:max(0, n)]
+    async def _take_oldest(self, key: str, n: int, take: Callable[[Message], Awaitable[bool]]) -> List[Message]:
+        """Apply ``take`` to the oldest active messages until ``n`` were taken or none is left; ``take`` returns
+        False for a message another writer took first, and the next oldest is read in its place."""
+        taken: List[Message] = []
+        for _ in range(_TRIES):
+            rows = (await self._rows(key, MessageStatus.ACTIVE))[:max(0, n - len(taken))]
+            if not rows:
+                break
+            taken += [m for m in rows if await take(m)]
+            if len(taken) >= n:
+                break
+        return taken
 
     async def delete_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
-        """Delete the ``n`` oldest active messages and return them."""
-        rows = await self._oldest(key, n)
-        for m in rows:
-            await self.db.delete_message(key, m.id)
-        return [row_to_message(m) for m in rows]
+        """Delete the ``n`` oldest active messages and return them (each message goes to one caller only)."""
+        async def take(m: Message) -> bool:
+            return await self.db.delete_message(key, m.id) is not None
+
+        return [row_to_message(m) for m in await self._take_oldest(key, n, take)]
 
     async def archive_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
-        """Mark the ``n`` oldest active messages archived (they stay in the session log) and return them."""
-        rows = await self._oldest(key, n)
-        for m in rows:
-            await self.db.update_message(key, m.id, metadata={**m.metadata, STATUS_KEY: "archived"})
-        return [row_to_message(m) for m in rows]
+        """Mark the ``n`` oldest active messages archived (they stay in the session log) and return them; the
+        change is guarded by the metadata read, so each message is archived by one caller only."""
+        async def take(m: Message) -> bool:
+            try:
+                await self.db.update_message(key, m.id, metadata={**m.metadata, STATUS_KEY: "archived"},
+                                             expected_metadata=m.metadata)
+                return True
+            except (ConflictError, NotFoundError):  # archived or deleted by another writer meanwhile
+                return False
+
+        return [row_to_message(m) for m in await self._take_oldest(key, n, take)]
 
     async def get_keys(self) -> List[str]:
         """Keys written through the LlamaIndex stores (of ``user_id``/``agent_id`` if set), oldest first."""

@@ -287,7 +287,8 @@ class AsyncOpenAIAssistantAdapter:
         """
         await self._session(thread_id)
         await self._message(thread_id, message_id)
-        await self._call("delete_message", thread_id, message_id)
+        if await self._call("delete_message", thread_id, message_id) is None:  # another caller deleted it first
+            raise _NotFound(f"No message found with id '{message_id}'.")
         return {"id": message_id, "object": "thread.message.deleted", "deleted": True}
 
     async def retrieve_context(self, thread_id: str, query: str, top_k: int = 5, *, scope: str = "thread",

@@ -79,16 +79,25 @@ class SessionsAPI:
         return await _sessions.update_session(self, session_id, metadata=metadata)
 
     @bridged
-    async def delete_session(self, session_id: str, *, delete_memories: bool = False) -> bool:
+    async def delete_session(self, session_id: str, *, delete_memories: bool = False,
+                             expected_ids: list[str] | None = None) -> bool:
         """Delete a session and its messages, in one transaction; with ``delete_memories`` also the entries
         committed from it (turns, summary, facts) that no other session links to: a fact another session also
         stated (hardened there) stays. A deleted fact's previous value becomes current again.
+
+        Args:
+            session_id: the session.
+            delete_memories: also delete the entries committed from it (see above).
+            expected_ids: optional guard, as for :meth:`replace_messages`: the session's message ids as the
+                caller read them; if it holds others, nothing is deleted and :class:`ConflictError` is raised
+                (so a caller that returns the messages it deleted never deletes one it did not read).
 
         Returns:
             True if the session existed.
 
         Raises:
-            ValidationError: a malformed id.
+            ValidationError: a malformed id, or ``expected_ids`` not a list of strings.
+            ConflictError: ``expected_ids`` differs from the stored ids (nothing is deleted).
         """
         delete_memories = check_bool(delete_memories, "delete_memories")
         # Queued enrichment first: if the memories stay, this session's own is written; if they go, a fact another
@@ -97,7 +106,8 @@ class SessionsAPI:
             await _commit.settle_owners_of(self, check_id(session_id, "session_id"))
         else:
             await _commit.settle(self, [check_id(session_id, "session_id")])
-        return await _sessions.delete_session(self, session_id, delete_memories=delete_memories)
+        return await _sessions.delete_session(self, session_id, delete_memories=delete_memories,
+                                              expected_ids=expected_ids)
 
     @bridged
     async def add_message(self, session_id: str, role: str, content: str, *, name: str | None = None,
@@ -165,20 +175,30 @@ class SessionsAPI:
         return await _sessions.get_message(self, session_id, message_id)
 
     @bridged
-    async def update_message(self, session_id: str, message_id: str, *, metadata: dict[str, Any]) -> Message:
+    async def update_message(self, session_id: str, message_id: str, *, metadata: dict[str, Any],
+                             expected_metadata: dict[str, Any] | None = None) -> Message:
         """Replace a message's metadata (a JSON object, checked as in :meth:`add_message`).
+
+        Args:
+            session_id, message_id: the message.
+            metadata: the new metadata (replaces the old whole).
+            expected_metadata: optional compare-and-set guard: the metadata as the caller read it; if another
+                writer changed it meanwhile, nothing is written and :class:`ConflictError` is raised.
 
         Returns:
             The updated :class:`Message`.
 
         Raises:
             NotFoundError: unknown message. ValidationError: bad ids or metadata.
+            ConflictError: the stored metadata differs from ``expected_metadata`` (nothing is written).
         """
-        return await _sessions.update_message(self, session_id, message_id, metadata=metadata)
+        return await _sessions.update_message(self, session_id, message_id, metadata=metadata,
+                                              expected_metadata=expected_metadata)
 
     @bridged
     async def delete_message(self, session_id: str, message_id: str) -> Message | None:
-        """Delete one message; returns it, or None if it did not exist. Other messages keep their order."""
+        """Delete one message; returns it, or None if it did not exist (or another caller deleted it first: of
+        concurrent deletes of one message exactly one gets it back). Other messages keep their order."""
         await _commit.settle(self, [check_id(session_id, "session_id")])  # queued enrichment reads the message
         return await _sessions.delete_message(self, session_id, message_id)
 
