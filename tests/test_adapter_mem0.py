@@ -138,8 +138,8 @@ def test_infer_true_extracts_facts_or_stores_verbatim(m, db):
     tagged = m.add("I like tea.", user_id="alice", metadata={"source": "chat-app", "value": 3})["results"]
     assert [r["memory"] for r in tagged] == ["User likes tea"]
     assert m.get(tagged[0]["id"])["metadata"] == {"source": "chat-app", "value": 3}
-    sessions = db.sync.list_sessions(user_id="alice")
-    assert len(sessions) == 1 and len(db.sync.get_messages(sessions[0].id)) == 5
+    # each call committed through a session of its own, deleted afterwards (mem0 keeps no messages either)
+    assert db.sync.list_sessions(user_id="alice") == []
 
 
 def test_run_id_is_an_agentbase_session(m, db):

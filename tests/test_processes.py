@@ -372,3 +372,40 @@ def test_llama_index_pops_from_two_processes_hand_out_each_message_once(tmp_path
         con.close()
     expect_left = ["m0"] if how == "index1" else []
     assert left == expect_left and sorted(returned + left) == sorted(f"m{i}" for i in range(120))
+
+
+MEM0_INFER = """
+import sys
+from agentbase.adapters import Mem0Adapter
+m = Mem0Adapter(sys.argv[1])
+tag = sys.argv[2]
+for i in range(int(sys.argv[3])):
+    out = m.add(f"I like fruit {tag}{i:03d}.", user_id="u")
+    print(len(out["results"]), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_mem0_infer_from_three_processes_stores_only_facts(tmp_path):
+    """Three processes add(infer=True) for one user: each call gives exactly its fact, and reads show only facts
+    (the calls shared one private session, so one process committed another's messages: verbatim duplicates
+    and a leftover summary, a helper's finding)."""
+    db = tmp_path / "mem0.db"
+    script = tmp_path / "mem0_infer.py"
+    script.write_text(MEM0_INFER)
+    env = {**_env(), "AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
+    n = 15
+    procs = [subprocess.Popen([sys.executable, str(script), str(db), tag, str(n)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in "abc"]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert out.split() == ["1"] * n  # one ADD event per call
+    con = sqlite3.connect(db)
+    try:
+        memories = sorted(r[0] for r in con.execute("SELECT l2_full FROM entries WHERE context_type = 'memory'"))
+        sessions = con.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    finally:
+        con.close()
+    assert memories == sorted(f"User likes fruit {t}{i:03d}" for t in "abc" for i in range(n))
+    assert sessions == 0

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import logging
 import os
+import uuid
 from collections.abc import Generator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -259,8 +259,17 @@ class _Mem0Base:
         usable = _usable(msgs)
         if not usable:
             return []
-        scope = "&".join(f"{k}={ids[k]}" for k in ("agent_id", "user_id") if ids[k])
-        sid = ids["run_id"] or _SCOPE_PREFIX + hashlib.md5(scope.encode()).hexdigest()
+        if ids["run_id"]:
+            return (yield from self._infer_in(ids["run_id"], usable, ids, base, common))
+        # Without a run_id each call commits through a session of its own, deleted afterwards (the facts stay):
+        # calls from several processes for one owner never commit each other's messages.
+        sid = _SCOPE_PREFIX + uuid.uuid4().hex
+        try:
+            return (yield from self._infer_in(sid, usable, ids, base, common))
+        finally:
+            yield _call("delete_session", sid)
+
+    def _infer_in(self, sid: str, usable: list[Any], ids: dict, base: dict, common: dict) -> Op:
         # The facts get the session's owners: a run that is another owner's conversation would file this call's
         # facts under that owner (an agent's "I like rock" under the user who opened the run).
         try:
