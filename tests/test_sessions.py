@@ -359,3 +359,27 @@ async def test_replace_messages_rejects_ids_used_twice_or_by_another_session(db)
     # its own ids may be written again (the replace deletes them first)
     out = await db.replace_messages("r2", [{"role": "user", "content": "again", "id": "r2-a"}])
     assert [(m.id, m.content) for m in out] == [("r2-a", "again")]
+
+
+@pytest.mark.parametrize("wait", [True, False])
+async def test_a_replace_that_keeps_committed_messages_does_not_commit_them_twice(db, wait):
+    """LlamaIndex set_messages / add_message(idx=...) rewrite the session; its next commit stored every earlier
+    turn again (each came back twice in find(), a helper's finding)."""
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, [{"role": "user", "content": "I moved to Lisbon last week.", "id": "a"},
+                                 {"role": "assistant", "content": "Nice, how is Lisbon?", "id": "b"}])
+    await db.commit_session(s.id)
+    kept = [{"role": m.role, "content": m.content, "id": m.id} for m in await db.get_messages(s.id)]
+    await db.replace_messages(s.id, [{"role": "user", "content": "I adopted a cat named Miso.", "id": "c"}, *kept])
+    await db.commit_session(s.id, wait=wait)
+    await db.flush()
+    turns = await db.list(session_id=s.id, category="turn", limit=100)
+    assert sorted(t.metadata["message_id"] for t in turns) == ["a", "b", "c"]
+    hits = [r.text for r in await db.find("Lisbon move", user_id="u", top_k=5)]
+    assert hits.count("I moved to Lisbon last week.") == 1
+    facts = await db.list(user_id="u", category="event", limit=100) + await db.list(user_id="u",
+                                                                                      category="possession",
+                                                                                      limit=100)
+    assert any("Miso" in f.content for f in facts)  # the new message was enriched
+    lisbon = [(f.content, f.confidence) for f in await db.list(user_id="u", category="profile", limit=100)]
+    assert lisbon == [("User moved to Lisbon last week", 0.8)]  # not read (and hardened) a second time

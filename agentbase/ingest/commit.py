@@ -114,7 +114,7 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
         return result
     result["enriched"] = enrich
     owners = _owners(session)
-    turns = [m for m in new if m.role in TURN_ROLES and m.content.strip()]
+    turns = await _uncommitted(db, session_id, [m for m in new if m.role in TURN_ROLES and m.content.strip()])
     entity_lists = await _turn_entities(ab, session_id, turns, new[-1].seq) if enrich else [[] for _ in turns]
     contexts = await _reply_contexts(ab, session_id, turns)
     embed_roles = set(ab.settings.ingest.embed_roles)
@@ -190,18 +190,35 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
         links: list[tuple[str, str, str, int | None]] = []
         for i, msg in enumerate(turns):
             found = entries.get(msg.seq)
-            if found is None:  # the turn entry was deleted meanwhile: nothing to tag
-                continue
+            if found is None:  # the turn entry was deleted meanwhile, or the message was committed before a
+                continue       # replace renumbered it: nothing to tag or enrich
             old = row_to_entry(found)
             links.append((session_id, old.id, "turn", msg.seq))
             tags = list(dict.fromkeys([*old.tags, *turn_tags[i]]))  # facts get the derived tags only
             if tags != old.tags:
                 await set_derived_tags(conn, found[0], old, tags)
-        await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now, hi)
+        keep = [i for i, msg in enumerate(turns) if msg.seq in entries]
+        await _enrich(ab, conn, session, [turns[i] for i in keep], [entity_lists[i] for i in keep],
+                      [turn_tags[i] for i in keep], links, result, now, hi)
         await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
                                "VALUES (?, ?, ?, ?)", [link for link in links if link[2] != "turn"])
         await conn.execute("UPDATE sessions SET enriched_seq = ? WHERE id = ?", (hi, session_id))
         return row[1] <= hi
+
+
+async def _uncommitted(db: Any, session_id: str, turns: list[Message]) -> list[Message]:
+    """``turns`` without the messages that already have a turn entry in the session: a replace renumbers the
+    messages it keeps (their seq passes the commit watermark again), but a message is committed once."""
+    if not turns:
+        return turns
+    done: set[str] = set()
+    ids = [m.id for m in turns]
+    for i in range(0, len(ids), 10_000):  # well under SQLite's limit of bound parameters
+        chunk = ids[i:i + 10_000]
+        done.update(r[0] for r in await db.fetchall(
+            "SELECT json_extract(metadata, '$.message_id') FROM entries WHERE session_id = ? AND category = 'turn' "
+            f"AND json_extract(metadata, '$.message_id') IN ({','.join('?' * len(chunk))})", [session_id, *chunk]))
+    return [m for m in turns if m.id not in done] if done else turns
 
 
 def _owners(session: Session) -> dict[str, Any]:

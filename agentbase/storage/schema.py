@@ -307,5 +307,13 @@ _V8 = """
 CREATE INDEX ix_links_turn_seq ON session_memory_links(session_id, message_seq) WHERE kind = 'turn';
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
+# v9: a session's turn entries by message id. A replace (``replace_messages``: LlamaIndex ``set_messages`` or an
+# insert at a position) renumbers messages already committed; the next commit finds their turns here and skips
+# them instead of storing every turn of the session a second time.
+_V9 = """
+CREATE INDEX ix_entries_turn_message ON entries(session_id, json_extract(metadata, '$.message_id'))
+WHERE category = 'turn';
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
 SCHEMA_VERSION = len(MIGRATIONS)
