@@ -265,5 +265,6 @@ def test_a_path_opens_a_database_the_adapter_closes(tmp_path, monkeypatch):
         assert not db._closed  # not the adapter's to close
     finally:
         db.sync.close()
-    with pytest.raises(Exception, match="database path"):
-        OpenAIAssistantAdapter(42)
+    for bad in (42, b"x.db"):  # the same error as the other adapters give
+        with pytest.raises(TypeError, match="db must be an AgentBase, a SyncAgentBase or a path, got"):
+            OpenAIAssistantAdapter(bad)

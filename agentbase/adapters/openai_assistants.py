@@ -33,7 +33,7 @@ def _resolve(db: Any) -> tuple[Any, bool]:
         return resolve_db(db)
     aio = getattr(db, "aio", db)  # a SyncAgentBase wraps an AgentBase as .aio
     if not hasattr(aio, "create_session") or not hasattr(aio, "get_messages"):
-        raise UsageError("pass an AgentBase, a SyncAgentBase or a database path")
+        raise TypeError(f"db must be an AgentBase, a SyncAgentBase or a path, got {type(db).__name__}")
     return aio, False
 
 
@@ -52,7 +52,7 @@ class AsyncOpenAIAssistantAdapter:
             their own threads, as on ``/api/v1``.
 
     Raises:
-        UsageError: ``db`` is not an AgentBase or a path.
+        TypeError: ``db`` is not an AgentBase, a SyncAgentBase or a path.
     """
 
     def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None,
@@ -460,7 +460,7 @@ class OpenAIAssistantAdapter:
         user_id: default owner of new threads and conversations. agent_id: recorded on new sessions.
 
     Raises:
-        UsageError: ``db`` is not an AgentBase or a path.
+        TypeError: ``db`` is not an AgentBase, a SyncAgentBase or a path.
     """
 
     def __init__(self, db: Any, *, user_id: str | None = None, agent_id: str | None = None):
