@@ -164,6 +164,11 @@ def _prepare(raw: Any) -> dict[str, Any]:
             "created_at": to_db_time(parse_time(raw.get("created_at")) or utcnow())}
 
 
+def _canonical(value: Any) -> str:
+    """JSON text that tells ``True`` from ``1`` (Python's ``==`` does not) and ignores key order."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 async def _taken_ids(conn: Any, ids: list[str], *, other_than: str | None = None) -> list[str]:
     """The ``ids`` that already name a message (of a session other than ``other_than``, when given)."""
     taken: list[str] = []
@@ -216,6 +221,46 @@ async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Me
     return [_message(r) for r in rows]
 
 
+class Unsettled(Exception):
+    """Raised inside a message edit's transaction when the session has queued enrichment: it reads the messages
+    by seq, so the caller settles it (``ingest.commit.settle``) and runs the edit again."""
+
+
+async def _refuse_unsettled(conn: Any, session_id: str) -> None:
+    row = await (await conn.execute("SELECT enriched_seq < committed_seq FROM sessions WHERE id = ?",
+                                    (session_id,))).fetchone()
+    if row is not None and row[0]:
+        raise Unsettled(session_id)
+
+
+def _aligned(current: list[tuple], raws: list[Any], prepared: list[dict[str, Any]]) -> None:
+    """Give the replacing messages that equal current ones the current ids and times, in place.
+
+    A message without an ``id`` of its own that has the role, content, name and tool calls of the current message
+    at the same place in the common head or tail of the two lists (a conversation sent again with a message
+    inserted, removed or appended, as LlamaIndex ``set_messages`` does) is that message: it keeps its id, and its
+    time unless it gives one, so a later commit skips what it already committed. ``current`` rows are
+    ``(id, role, content, name, tool_calls, tool_call_id, created_at)`` in seq order."""
+    def key(m: dict[str, Any]) -> tuple:
+        return m["role"], m["content"], m["name"], m["tool_calls"], m["tool_call_id"]
+
+    def take(i: int, j: int) -> None:
+        if isinstance(raws[j], dict) and raws[j].get("id") is None:
+            prepared[j]["id"] = current[i][0]
+            if raws[j].get("created_at") is None:
+                prepared[j]["created_at"] = current[i][6]
+
+    head = 0
+    while head < min(len(current), len(prepared)) and current[head][1:6] == key(prepared[head]):
+        take(head, head)
+        head += 1
+    tail = 0
+    while tail < min(len(current), len(prepared)) - head and \
+            current[-1 - tail][1:6] == key(prepared[-1 - tail]):
+        take(len(current) - 1 - tail, len(prepared) - 1 - tail)
+        tail += 1
+
+
 def _check_expected_ids(expected_ids: Any) -> None:
     if expected_ids is not None and (not isinstance(expected_ids, list)
                                      or not all(isinstance(i, str) for i in expected_ids)):
@@ -242,15 +287,21 @@ async def replace_messages(ab: Any, session_id: str, messages: list[Any],
         raise ValidationError(f"messages must be a list, got {type(messages).__name__}")
     _check_expected_ids(expected_ids)
     prepared = [_prepare(m) for m in messages]
-    ids = [m["id"] for m in prepared]
-    if len(set(ids)) != len(ids):
-        raise ValidationError(f"message id used twice in messages: {next(i for i in ids if ids.count(i) > 1)!r}")
+    given = [m["id"] for m, raw in zip(prepared, messages) if isinstance(raw, dict) and raw.get("id") is not None]
+    if len(set(given)) != len(given):
+        raise ValidationError(f"message id used twice in messages: {next(i for i in given if given.count(i) > 1)!r}")
     now = to_db_time(utcnow())
     async with db.transaction() as conn:
+        await _refuse_unsettled(conn, session_id)
         await _guard_ids(conn, session_id, expected_ids)
-        taken = await _taken_ids(conn, ids, other_than=session_id)
+        taken = await _taken_ids(conn, given, other_than=session_id)
         if taken:
             raise ValidationError(f"message id already used in another session: {taken[0]!r}")
+        current = await (await conn.execute(
+            "SELECT id, role, content, name, tool_calls, tool_call_id, created_at FROM messages "
+            "WHERE session_id = ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            (session_id, json.dumps(given)))).fetchall()
+        _aligned(current, messages, prepared)
         await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "
                            "VALUES (?, 'open', '{}', ?, ?) ON CONFLICT(id) DO NOTHING", (session_id, now, now))
         await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
@@ -295,7 +346,7 @@ async def update_message(ab: Any, session_id: str, message_id: str, *, metadata:
             row = await (await conn.execute("SELECT metadata FROM messages WHERE session_id = ? AND id = ?",
                                             (check_id(session_id, "session_id"),
                                              check_id(message_id, "message_id")))).fetchone()
-            if row is not None and json.loads(row[0]) != expected:
+            if row is not None and _canonical(json.loads(row[0])) != _canonical(expected):
                 raise ConflictError(f"message {message_id!r} changed since it was read; read it again")
         cur = await conn.execute("UPDATE messages SET metadata = ? WHERE session_id = ? AND id = ?",
                                  (json.dumps(meta, ensure_ascii=False), check_id(session_id, "session_id"),
@@ -314,6 +365,7 @@ async def delete_message(ab: Any, session_id: str, message_id: str) -> Message |
     # Read and delete in one statement: of two callers deleting the same message, only the one whose DELETE
     # removed the row gets it back.
     async with db.transaction() as conn:
+        await _refuse_unsettled(conn, session_id)
         row = await (await conn.execute(
             f"DELETE FROM messages WHERE session_id = ? AND id = ? RETURNING {_MSG_COLS}",
             (session_id, message_id))).fetchone()
@@ -323,5 +375,6 @@ async def delete_message(ab: Any, session_id: str, message_id: str) -> Message |
 async def clear_messages(ab: Any, session_id: str) -> int:
     db = await ab._open()
     async with db.transaction() as conn:
-        cur = await conn.execute("DELETE FROM messages WHERE session_id = ?", (check_id(session_id, "session_id"),))
+        await _refuse_unsettled(conn, check_id(session_id, "session_id"))
+        cur = await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
         return cur.rowcount

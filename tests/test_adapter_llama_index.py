@@ -257,3 +257,26 @@ def test_a_bad_db_path_fails_when_the_store_is_made(tmp_path, store, bad):
     (tmp_path / "dir").mkdir()
     with pytest.raises(ConfigError):
         getattr(li, store)(db_path=str(tmp_path / "dir") if bad == "dir" else bad)
+
+
+def test_set_messages_with_the_history_plus_one_commits_only_the_new_message(tmp_path):
+    """ChatMemoryBuffer.set(get_all() + [new]) sends the conversation again without ids: the messages equal to
+    the stored ones keep their ids, so the next commit stores one turn, not the whole history again."""
+    db = SyncAgentBase(tmp_path / "set.db", embedder=None)
+    try:
+        store = AgentBaseChatStore(db, user_id="u")
+        store.set_messages("k", [user("I live in Paris."), ChatMessage(role="assistant", content="Paris is great.")])
+        db.commit_session("k")
+        before = [m.id for m in db.get_messages("k")]
+        buffer = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="k")
+        buffer.set(buffer.get_all() + [user("I like sushi.")])
+        assert [m.id for m in db.get_messages("k")][:2] == before
+        db.commit_session("k")
+        turns = db.list(session_id="k", category="turn", limit=10)
+        assert sorted(t.content for t in turns) == ["I like sushi.", "I live in Paris.", "Paris is great."]
+        facts = db.list(user_id="u", limit=20)
+        assert [(f.content, f.confidence) for f in facts if f.category == "profile"] == [
+            ("User lives in Paris", 0.85)]  # not read (and hardened) a second time
+        assert texts(store.get_messages("k")) == ["I live in Paris.", "Paris is great.", "I like sushi."]
+    finally:
+        db.close()

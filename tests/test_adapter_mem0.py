@@ -375,3 +375,17 @@ def test_a_replaced_fact_is_reported_and_read_as_deleted(m, meta):
         hist = [hist[0], hist[-1]]
     assert [(h["event"], h["new_memory"], h["is_deleted"]) for h in hist] == \
         [("ADD", "User lives in Paris", False), ("DELETE", None, True)]
+
+
+def test_what_an_add_killed_midway_left_is_not_read(m, db):
+    """An infer=True add killed after its commit but before its clean-up leaves its private session's verbatim
+    turn and summary (a helper's kill -9 runs); reads show only the facts."""
+    sid = "mem0-scope-left-by-a-killed-add"
+    db.sync.create_session(session_id=sid, user_id="u")
+    db.sync.add_messages(sid, [{"role": "user", "content": "I like sailing. My dog is named Rex."}])
+    db.sync.commit_session(sid)
+    assert {e.category for e in db.sync.list(session_id=sid, limit=10)} >= {"turn", "summary"}
+    shown = {r["memory"] for r in m.get_all(user_id="u")["results"]}
+    assert shown == {"User likes sailing", "User's dog is Rex"}
+    found = {r["memory"] for r in m.search("sailing", user_id="u")["results"]}
+    assert found and not any(t.startswith(("I like", "Topics")) for t in found)

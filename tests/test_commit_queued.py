@@ -306,3 +306,67 @@ async def test_queued_commits_of_two_sessions_of_one_owner_are_enriched_in_commi
             await ab.close()
     assert results[1] == results[0]
     assert [text for text, _cur, _conf in results[0]] == ["User lives in Lyon", "User lives in Nantes"]
+
+
+async def test_a_queued_commit_never_undoes_an_enrichment_that_ran_since_it_read_the_session(tmp_path,
+                                                                                             monkeypatch):
+    """Process B read the session (enrichment pending), A's settle enriched it, then B's commit(wait=False) wrote
+    back the enriched_seq it had read: the next settle read those turns again and hardened their facts (0.85 ->
+    0.95; a helper's three-process run). Two engines on one file stand for the two processes."""
+    import agentbase.sessions as sessions_mod
+
+    async with _queued_chat(tmp_path / "race.db", chat=[("user", "I like tea.")]) as (a, sid):
+        b = AgentBase(tmp_path / "race.db", settings=_quiet_settings(), embedder=HashEmbedder(dims=64))
+        try:
+            await b.add_messages(sid, [{"role": "user", "content": "I like jazz."}])
+            real = sessions_mod.get_session
+
+            async def read_then_let_a_settle(ab, session_id):
+                session = await real(ab, session_id)
+                if ab is b:
+                    await a.flush()  # A runs the queued enrichment after B's read
+                return session
+
+            monkeypatch.setattr(sessions_mod, "get_session", read_then_let_a_settle)
+            await b.commit_session(sid, wait=False)
+            monkeypatch.setattr(sessions_mod, "get_session", real)
+            await b.flush()
+            facts = await b.list(user_id="u", category="preference", limit=10)
+            assert sorted((f.content, f.confidence) for f in facts) == [("User likes jazz", 0.85),
+                                                                        ("User likes tea", 0.85)]
+        finally:
+            await b.close()
+
+
+async def test_a_commit_whose_messages_were_replaced_since_it_read_them_reads_them_again(tmp_path, monkeypatch):
+    """A replace in another process between a commit's read of the new messages and its write reused their seqs
+    for other messages: the commit wrote turns for messages no longer there (a helper: the jazz fact lost)."""
+    import agentbase.sessions as sessions_mod
+
+    a = make_db(tmp_path / "swap.db")
+    b = make_db(tmp_path / "swap.db")
+    try:
+        await a.create_session(session_id="k", user_id="u")
+        await a.add_messages("k", [{"role": "user", "content": "I like tea.", "id": "t"}])
+        real = sessions_mod.get_messages
+        swapped = []
+
+        async def read_then_a_replaces(ab, *args, **kwargs):
+            rows = await real(ab, *args, **kwargs)
+            if ab is b and not swapped:
+                swapped.append(True)
+                await a.replace_messages("k", [{"role": "user", "content": "I like jazz.", "id": "j"},
+                                               {"role": "user", "content": "I like tea.", "id": "t"}])
+            return rows
+
+        monkeypatch.setattr(sessions_mod, "get_messages", read_then_a_replaces)
+        await b.commit_session("k")
+        monkeypatch.setattr(sessions_mod, "get_messages", real)
+        turns = await b.list(session_id="k", category="turn", limit=10)
+        assert sorted(t.metadata["message_id"] for t in turns) == ["j", "t"]
+        facts = await b.list(user_id="u", category="preference", limit=10)
+        assert sorted((f.content, f.confidence) for f in facts) == [("User likes jazz", 0.85),
+                                                                    ("User likes tea", 0.85)]
+    finally:
+        await a.close()
+        await b.close()

@@ -450,6 +450,16 @@ def test_a_shared_subject_gives_each_half_its_fact(text, facts):
     ("I said I live in Berlin.", ["User lives in Berlin"]),
     ("My mom always says I work too hard, and I work at Google.", ["User works at Google"]),
     ("My name is Dr. John Smith.", ["User's name is Dr. John Smith"]),  # was "Dr" (cut at the title's dot)
+    ("It's not true that I'm vegetarian.", []),
+    ("My friend told me that I live in Porto.", []),
+    ("I can't say I'm vegetarian.", []),
+    ("I guess I'm vegetarian.", []),
+    ("I hope I'm vegetarian one day.", []),
+    ("Probably I'm vegetarian.", []),
+    ("Supposedly I like jazz.", []),
+    ("I also live in Madrid.", ["User also lives in Madrid"]),  # an adverb no longer hides the statement
+    ("I'm actually vegetarian.", ["User is actually vegetarian"]),
+    ("I definitely work at Netflix.", ["User definitely works at Netflix"]),
 ])
 def test_denied_reported_or_hedged_statements_give_no_fact(text, facts):
     """"I don't think I'm vegetarian" and "My friend said I'm vegetarian" stored "User is vegetarian" (a

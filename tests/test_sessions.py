@@ -383,3 +383,22 @@ async def test_a_replace_that_keeps_committed_messages_does_not_commit_them_twic
     assert any("Miso" in f.content for f in facts)  # the new message was enriched
     lisbon = [(f.content, f.confidence) for f in await db.list(user_id="u", category="profile", limit=100)]
     assert lisbon == [("User moved to Lisbon last week", 0.8)]  # not read (and hardened) a second time
+
+
+async def test_a_kept_id_with_new_text_is_committed_again(db):
+    await db.replace_messages("e", [{"role": "user", "content": "My dog is named Rex.", "id": "m1"}])
+    await db.commit_session("e")
+    await db.replace_messages("e", [{"role": "user", "content": "I live in Oslo.", "id": "m1"}])  # an edit
+    await db.commit_session("e")
+    turns = sorted(t.content for t in await db.list(session_id="e", category="turn", limit=10))
+    assert turns == ["I live in Oslo.", "My dog is named Rex."]  # the old turn stays, as a deleted message's
+    assert "User lives in Oslo" in [f.content for f in await db.list(category="profile", limit=10)]
+
+
+async def test_expected_metadata_tells_true_from_one(db):
+    from agentbase import ConflictError
+
+    await db.replace_messages("b", [{"role": "user", "content": "x", "id": "b1", "metadata": {"flag": 1}}])
+    with pytest.raises(ConflictError):
+        await db.update_message("b", "b1", metadata={"flag": 2}, expected_metadata={"flag": True})
+    await db.update_message("b", "b1", metadata={"flag": 2}, expected_metadata={"flag": 1})

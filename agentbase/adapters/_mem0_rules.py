@@ -280,6 +280,13 @@ def _run_id(entry: Any) -> str | None:
     return None if sid is None or sid.startswith(_SCOPE_PREFIX) else sid
 
 
+def _leftover(entry: Any) -> bool:
+    """A turn or summary of a private ``infer=True`` session: the call that made it removes it before it
+    returns, so one that reads is left by a call killed midway (never acknowledged); reads skip it."""
+    sid = entry.session_id
+    return sid is not None and sid.startswith(_SCOPE_PREFIX) and entry.category in ("turn", "summary")
+
+
 def _payload(entry: Any) -> dict:
     owners = {"user_id": entry.user_id, "agent_id": entry.agent_id, "run_id": _run_id(entry)}
     return {**entry.metadata, **{k: v for k, v in owners.items() if v is not None},

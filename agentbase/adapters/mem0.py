@@ -39,7 +39,7 @@ from agentbase.errors import NotFoundError
 from agentbase.errors import ValidationError as AgentBaseValidationError
 
 from ._mem0_rules import (_SCOPE_PREFIX, _UNSET, ValidationError, _check_search_params, _expired, _invalid, _item,
-                          _match, _messages, _norm_expiration, _payload, _split_filters, _strip_identity, _trim_id,
+                          _leftover, _match, _messages, _norm_expiration, _payload, _split_filters, _strip_identity, _trim_id,
                           _usable, _valid_memory_id, mem0_validation_error)
 
 __all__ = ["AsyncMem0Adapter", "Mem0Adapter", "ValidationError", "mem0_validation_error"]
@@ -376,7 +376,8 @@ class _Mem0Base:
             rows = yield _call("list", limit=page, offset=offset, order="desc", context_type="memory",
                                metadata=meta or None, **owners)
             for e in rows:
-                if (show_expired or not _expired(e)) and (not post or _match(_payload(e), post)):
+                if (show_expired or not _expired(e)) and (not post or _match(_payload(e), post)) \
+                        and not _leftover(e):
                     results.append(_item(e))
                     if len(results) >= top_k:
                         break
@@ -424,7 +425,7 @@ class _Mem0Base:
             e, parts = hit.entry, hit.score_parts
             cosine = parts.get("cosine_similarity")
             if (cosine is not None and cosine < threshold) or (not show_expired and _expired(e)) or \
-                    (post and not _match(_payload(e), post)):
+                    (post and not _match(_payload(e), post)) or _leftover(e):
                 continue
             item = _item(e, score=hit.score)
             if explain:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import sessions as _sessions
-from ..ingest import commit as _commit
 from .._loop import bridged
+from ..errors import StorageError
+from ..ingest import commit as _commit
 from ..models import Message, Session
 from ..validation import check_bool, check_id
+
+T = TypeVar("T")
 
 __all__ = ["SessionsAPI"]
 
@@ -199,8 +203,8 @@ class SessionsAPI:
     async def delete_message(self, session_id: str, message_id: str) -> Message | None:
         """Delete one message; returns it, or None if it did not exist (or another caller deleted it first: of
         concurrent deletes of one message exactly one gets it back). Other messages keep their order."""
-        await _commit.settle(self, [check_id(session_id, "session_id")])  # queued enrichment reads the message
-        return await _sessions.delete_message(self, session_id, message_id)
+        # queued enrichment reads the message: it runs first
+        return await self._settled(session_id, lambda: _sessions.delete_message(self, session_id, message_id))
 
     @bridged
     async def replace_messages(self, session_id: str, messages: list[dict[str, Any]], *,
@@ -223,14 +227,13 @@ class SessionsAPI:
                 any bad message (nothing is changed).
             ConflictError: ``expected_ids`` differs from the stored ids (nothing is changed).
         """
-        await _commit.settle(self, [check_id(session_id, "session_id")])
-        return await _sessions.replace_messages(self, session_id, messages, expected_ids)
+        return await self._settled(
+            session_id, lambda: _sessions.replace_messages(self, session_id, messages, expected_ids))
 
     @bridged
     async def clear_messages(self, session_id: str) -> int:
         """Delete every message of a session; returns how many were deleted."""
-        await _commit.settle(self, [check_id(session_id, "session_id")])
-        return await _sessions.clear_messages(self, session_id)
+        return await self._settled(session_id, lambda: _sessions.clear_messages(self, session_id))
 
     @bridged
     async def commit_session(self, session_id: str, *, wait: bool = True) -> dict[str, Any]:
@@ -266,6 +269,19 @@ class SessionsAPI:
             self._wrote()
         self._notify()
         return result
+
+    async def _settled(self, session_id: str, edit: Callable[[], Awaitable[T]]) -> T:
+        """Run a message edit after the session's queued enrichment, which reads messages by seq. The edit's
+        transaction refuses to run while enrichment is queued (a commit in another process may queue it after
+        the settle), and is then run again after another settle."""
+        check_id(session_id, "session_id")
+        for _ in range(20):
+            await _commit.settle(self, [session_id])
+            try:
+                return await edit()
+            except _sessions.Unsettled:
+                continue
+        raise StorageError(f"session {session_id!r} kept being committed during the edit; try again")
 
     def _wrote(self) -> None:
         """Note a session write: the background enrichment waits for a pause in these (``ingest.enrich_idle_s``)."""

@@ -26,8 +26,11 @@ HYPOTHETICAL = re.compile(
 # someone else's claim ("My friend said I am ...", "People think I am ..."), or hedged ("Maybe I am ...").
 # Read like HYPOTHETICAL, on the clause before the rule's match (contractions are already expanded).
 NOT_ASSERTED = re.compile(
-    r"(?:\b(?:not|never)\s+(?:\w+\s+)?(?:think|believe|say|said|claim|claimed|know|knew|remember|mean|guess"
+    r"(?:\b(?:not|never|cannot)\s+(?:\w+\s+)?(?:think|believe|say|said|claim|claimed|know|knew|remember|mean|guess"
     r"|suppose|agree|feel|felt|admit|admitted)\b(?:\s+that)?"
+    r"|\b(?:not|never|hardly|no longer) (?:true|the case|correct) that|\bfalse that|\bnot that"
+    r"|\b(?:told|tells|tell|reminded|reminds) me(?: that)?|\baccording to [\w' ]+,?"
+    r"|\bI (?:guess|hope|doubt|suppose)(?: that)?|\b(?:probably|supposedly|apparently|allegedly),?"
     r"|\b(?:he|she|they|people|someone|somebody|everyone|everybody|nobody"
     r"|(?:my|his|her|their|our|the) [\w'-]+|(?-i:[A-Z][\w'-]+))\s+(?:\w+ly\s+)?"
     r"(?:say|says|said|think|thinks|thought|believe|believes|believed|claim|claims|claimed|insists|insisted"
@@ -91,7 +94,7 @@ _PATTERNS: list[tuple[str, str]] = [
      r"|percent|%))"
      rf"|{I_SUBJ} (?:just )?turned (\d{{1,3}})\b"),
     ("residence",
-     rf"{I_SUBJ}(?: currently| now| still| actually)? (?:live|reside) (?:in|at|near|on) (.+)"
+     rf"{I_SUBJ}{ADV} (?:live|reside) (?:in|at|near|on) (.+)"
      rf"|{I_SUBJ} am (?:currently |now |still )?(?:living|based|located|settled) (?:in|at|near|out of) (.+)"),
     ("moved",
      rf"{WE_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) "
@@ -100,7 +103,7 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"{I_SUBJ} am (?:originally )?from (.+)"
      rf"|{I_SUBJ} (?:grew up|was born and raised|was born|was raised) in (.+)"),
     ("employer",
-     rf"{I_SUBJ}(?: currently| now| still)? work (?:at|for) (.+)"
+     rf"{I_SUBJ}{ADV} work (?:at|for) (.+)"
      rf"|{I_SUBJ} am (?:currently |now )?(?:working|employed) (?:at|for|by) (.+)"),
     ("new_job",
      rf"{I_SUBJ}(?: have)?(?: just| recently| finally)? (?:started|got|accepted|landed|took|began)"
@@ -124,7 +127,7 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"|{I_SUBJ} am (?:currently |now )?working as (?:an? )?(.+)"),
     ("education", rf"{I_SUBJ}(?: have)?(?: just| recently)? graduated from (.+)"),
     ("diet",
-     rf"{I_SUBJ} (?:am(?: now| currently| fully| strictly| officially)?|(?:have )?(?:just |recently )?"
+     rf"{I_SUBJ} (?:am(?:{ADV}| fully| strictly| officially)*|(?:have )?(?:just |recently )?"
      r"(?:gone|went|turned|become|became)) (vegetarian|vegan|pescatarian|flexitarian)\b"),
     ("preference",
      rf"{I_SUBJ}{ADV} (like|love|adore|enjoy|prefer|hate|dislike|detest|loathe|cannot stand"

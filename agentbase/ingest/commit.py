@@ -135,6 +135,12 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
                                         (session_id,))).fetchone()
         if row is None or row[0] != session.committed_seq or (enrich and row[1] != session.committed_seq):
             raise _CommitRaced
+        # a replace in another process may have swapped the messages read for others under the same seqs
+        now_there = await (await conn.execute(
+            "SELECT id FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+            (session_id, session.committed_seq, new[-1].seq))).fetchall()
+        if [r[0] for r in now_there] != [m.id for m in new]:
+            raise _CommitRaced
         await insert_entries(conn, turn_entries, embed=[m.role in embed_roles for m in turns])
         result["turns"] = len(turn_entries)
         if enrich:
@@ -144,7 +150,9 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
         last = new[-1].seq
         await conn.execute("UPDATE sessions SET committed_seq = ?, enriched_seq = ?, status = 'committed', "
                            "updated_at = ? WHERE id = ?",
-                           (last, last if enrich else session.enriched_seq, to_db_time(now), session_id))
+                           # row[1], read in this transaction: an enrichment that ran since the session was
+                           # read must not be undone (its turns would be read, and their facts hardened, again)
+                           (last, last if enrich else row[1], to_db_time(now), session_id))
         if not enrich:
             await enqueue_job(conn, ENRICH_JOB, session_id, to_db_time(now))
     return result
@@ -207,18 +215,20 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
 
 
 async def _uncommitted(db: Any, session_id: str, turns: list[Message]) -> list[Message]:
-    """``turns`` without the messages that already have a turn entry in the session: a replace renumbers the
-    messages it keeps (their seq passes the commit watermark again), but a message is committed once."""
+    """``turns`` without the messages that already have a turn entry of the same text in the session: a replace
+    renumbers the messages it keeps (their seq passes the commit watermark again), but a message is committed
+    once. A kept id with new text (an edit) is committed again; its old turn stays, as a deleted message's does."""
     if not turns:
         return turns
-    done: set[str] = set()
+    done: set[tuple[str, str]] = set()
     ids = [m.id for m in turns]
     for i in range(0, len(ids), 10_000):  # well under SQLite's limit of bound parameters
         chunk = ids[i:i + 10_000]
-        done.update(r[0] for r in await db.fetchall(
-            "SELECT json_extract(metadata, '$.message_id') FROM entries WHERE session_id = ? AND category = 'turn' "
-            f"AND json_extract(metadata, '$.message_id') IN ({','.join('?' * len(chunk))})", [session_id, *chunk]))
-    return [m for m in turns if m.id not in done] if done else turns
+        done.update((r[0], r[1]) for r in await db.fetchall(
+            "SELECT json_extract(metadata, '$.message_id'), l2_full FROM entries WHERE session_id = ? "
+            f"AND category = 'turn' AND json_extract(metadata, '$.message_id') IN ({','.join('?' * len(chunk))})",
+            [session_id, *chunk]))
+    return [m for m in turns if (m.id, m.content) not in done] if done else turns
 
 
 def _owners(session: Session) -> dict[str, Any]:
