@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
@@ -173,14 +174,21 @@ def init(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 @app.command()
 def add(content: str, db: str = DbOpt, category: str = "fact", tag: list[str] = typer.Option([], "--tag"),
         user_id: Optional[str] = None, agent_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
-    """Add a memory."""
+    """Add a memory (a duplicate of one the owners already have is merged into it: its confidence rises)."""
+    started = datetime.now(timezone.utc)
+
     async def go() -> Any:
         async with _db(db) as ab:
             e = await ab.add_memory(content, category=category, tags=tag, user_id=user_id, agent_id=agent_id)
             await ab.flush(timeout=60)
             return e
     e = _run(go())
-    _out(_dump(e), as_json) if as_json else console.print(f"added {e.id}")
+    if as_json:
+        _out(_dump(e), as_json)
+    elif e.created_at < started:
+        console.print(f"merged into {e.id} (a duplicate of it; confidence now {e.confidence:.2f})")
+    else:
+        console.print(f"added {e.id}")
 
 
 @app.command()

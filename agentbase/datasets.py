@@ -51,7 +51,9 @@ def load_json(path: str | Path) -> Any:
     """
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"data file not found: {p}")
+        hint = (" (the benchmark data ships in the shared folder beside the project checkout: run from the checkout "
+                "with ../shared/data present, or pass the file's path)" if "shared" in p.parts else "")
+        raise ConfigError(f"data file not found: {p}{hint}")
     opener = lzma.open if p.suffix == ".xz" else open
     try:
         with opener(p, "rt", encoding="utf-8") as fh:

@@ -175,3 +175,12 @@ def test_records_print_as_key_value_lines_with_nothing_raw(cli):
     assert not any(c in shown.output for c in "\x85\u202e\u2028")
     stats = cli("stats")
     assert stats.exit_code == 0 and any(line.startswith("entries_total: ") for line in stats.output.splitlines())
+
+
+def test_add_says_when_it_merged_into_an_existing_memory(cli):
+    first = cli("add", "maya prefers short answers")
+    assert first.exit_code == 0 and first.output.startswith("added ")
+    eid = first.output.split()[1]
+    again = cli("add", "maya prefers short answers!")  # the same memory (normalised text)
+    assert again.exit_code == 0, again.output
+    assert again.output.startswith(f"merged into {eid}")
