@@ -402,3 +402,18 @@ async def test_expected_metadata_tells_true_from_one(db):
     with pytest.raises(ConflictError):
         await db.update_message("b", "b1", metadata={"flag": 2}, expected_metadata={"flag": True})
     await db.update_message("b", "b1", metadata={"flag": 2}, expected_metadata={"flag": 1})
+
+
+async def test_a_turn_replies_to_the_other_party_not_to_its_own_previous_message(db):
+    """A turn's description is the turn it replies to; a second message in a row by the same speaker replies to
+    nothing: "My favorite cuisine is Ethiopian food." matched "travel plans" through the trip before it."""
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, [{"role": "user", "content": "I'm planning a trip to Japan in October."},
+                                 {"role": "user", "content": "My favorite cuisine is Ethiopian food."},
+                                 {"role": "assistant", "content": "Ethiopian food is great."}])
+    await db.commit_session(s.id)
+    turns = {t.content: t.description for t in await db.list(session_id=s.id, category="turn", limit=10)}
+    assert turns["My favorite cuisine is Ethiopian food."] is None
+    assert turns["Ethiopian food is great."] == "user: My favorite cuisine is Ethiopian food."
+    top = await db.find("travel plans", user_id="u", top_k=1)
+    assert top[0].text == "I'm planning a trip to Japan in October."

@@ -284,7 +284,11 @@ async def _reply_contexts(ab: Any, session_id: str, turns: list[Message]) -> lis
     prev: tuple[str, str, str | None] | None = (row[0], row[1], row[2]) if row else None
     out: list[str | None] = []
     for msg in turns:
-        out.append(None if prev is None else f"{prev[2] or prev[0]}: {cut_text(' '.join(prev[1].split()), limit)}")
+        # a turn replies to the other party's turn; a second message in a row by the same speaker does not
+        # reply to the first ("My favourite cuisine is Ethiopian." after "I'm planning a trip to Japan.")
+        same = prev is not None and prev[0] == msg.role and prev[2] == msg.name
+        out.append(None if prev is None or same else
+                   f"{prev[2] or prev[0]}: {cut_text(' '.join(prev[1].split()), limit)}")
         prev = (msg.role, msg.content, msg.name)
     return out
 
