@@ -190,6 +190,9 @@ class RetrievalSettings(_Section):
     # (docs/benchmarks.md): R@5 0.712 -> 0.734 at 1.15; 1.3, 1.5 and 2.0 gave 0.723-0.727. LongMemEval turns have
     # no speaker names, so it changes nothing there.
     speaker_boost: float = Field(default=1.15, gt=0)
+    # A turn that stated a value a later message replaced (the source of a superseded fact, and of no current
+    # one) is multiplied by this (retrieval step 8e): "I live in Toronto" after "we just moved to Vancouver".
+    superseded_turn_factor: float = Field(default=0.8, gt=0)
     rerank_rrf: float = Field(default=0.6, ge=0)
     # ARCHITECTURE.md's default is 0.15; a freshness term in every rerank cost LoCoMo 2.4 points of hybrid R@5
     # (0.679 -> 0.655) and did nothing for LongMemEval_S (docs/benchmarks.md, config no_freshness). Recency still

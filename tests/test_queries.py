@@ -144,3 +144,24 @@ async def test_a_name_on_much_of_the_memory_is_left_out_of_the_vector_query(db):
     assert await embedded("When did Zelda visit Oslo?") == (None, [])
     db.settings.retrieval.vector_name_share = 0.0
     assert await embedded("What did Ann paint?") == (None, [])
+
+
+async def test_a_turn_whose_value_was_replaced_ranks_below_the_new_value(db):
+    """'Where does Maya live?' ranked "Hi! I live in Toronto ..." first after the user said they moved to
+    Vancouver (the fact was superseded, the turn still said Toronto; a new-user helper's finding). The turn is
+    demoted when the fact with the new value is a candidate too; a query about its other fact is unaffected."""
+    s1 = await db.create_session(user_id="maya")
+    await db.add_messages(s1.id, [{"role": "user", "content": "Hi! I live in Toronto and I work as a nurse.",
+                                   "created_at": "2026-01-05T10:00:00Z"}])
+    await db.commit_session(s1.id)
+    s2 = await db.create_session(user_id="maya")
+    await db.add_messages(s2.id, [{"role": "user", "content": "Big news: we just moved to Vancouver last week!",
+                                   "created_at": "2026-03-05T10:00:00Z"}])
+    assert (await db.commit_session(s2.id))["facts_superseded"] == 1
+    res = await db.find("Where does Maya live?", user_id="maya", top_k=5, mode="fts")
+    texts = [r.text for r in res]
+    stale = texts.index("Hi! I live in Toronto and I work as a nurse.")
+    assert texts.index("User just moved to Vancouver last week") < stale
+    assert res[stale].score_parts["superseded_turn"] == 0.8
+    flat = await db.find("Where does Maya live?", user_id="maya", top_k=5, mode="fts", strategy="flat")
+    assert all("superseded_turn" not in r.score_parts for r in flat)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -93,6 +94,33 @@ async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n
     rows = await db.fetchall(f"SELECT rid, s FROM ({joined}) ORDER BY s, rid LIMIT ?",
                              [x for mp in match_params for x in (*mp, *params)] + [n])
     return [(int(r[0]), r[1] / _BM25_SCALE) for r in rows], max_rid
+
+
+async def _superseded_turns(db: Any, cands: dict[int, dict[str, Any]], filters: Any, factor: float) -> int:
+    """Multiply by ``factor`` the candidate turns that stated a value a later message replaced, when the fact
+    holding the new value is a candidate too (the query is about that value), in place; returns how many.
+
+    "Where does Maya live?" found "Hi! I live in Toronto and I work as a nurse." above "User just moved to
+    Vancouver last week": the turn still says Toronto although its fact was superseded. The superseded facts are
+    read through the keyed-facts index under the query's owners; they are few (one per changed value)."""
+    turns = {c["entry"].message_id(): c for c in cands.values() if c["entry"].category == "turn"}
+    turns.pop(None, None)
+    if not turns:
+        return 0
+    owners = [(k, getattr(filters, k)) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)]
+    rows = await db.fetchall(
+        "SELECT json_extract(e.metadata, '$.message_id'), e.superseded_by FROM entries e "
+        "WHERE e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL AND e.status = 'active' "
+        + "".join(f"AND e.{k} = ? " for k, _ in owners)
+        + "AND json_extract(e.metadata, '$.message_id') IN (SELECT value FROM json_each(?))",
+        [*(str(v) for _, v in owners), json.dumps(list(turns))])
+    present = {c["entry"].id for c in cands.values()}
+    stale = {mid for mid, newer in rows if newer in present}
+    for mid in stale:
+        c = turns[mid]
+        c["score"] *= factor
+        c["parts"]["superseded_turn"] = factor
+    return len(stale)
 
 
 async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
@@ -284,6 +312,11 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if cfg.assistant_turn_factor != 1.0 and p.strategy != "flat" and not addresses_assistant(query):
         demoted = assistant_turns(cands, cfg.assistant_turn_factor)
         tracer.step("assistant_turns", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
+
+    # 8e. turns whose stated value a later message replaced ("I live in Toronto" once "we moved to Vancouver").
+    if cfg.superseded_turn_factor != 1.0 and p.strategy != "flat":
+        demoted = await _superseded_turns(db, cands, p.filters, cfg.superseded_turn_factor)
+        tracer.step("superseded_turns", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
 
     # 9. heuristic rerank.
     scored = _rerank(cands, p, cfg)

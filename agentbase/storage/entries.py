@@ -99,10 +99,17 @@ class EntryView:
 
     def role(self) -> str | None:
         """A turn's message role (``metadata["role"]``), parsed on demand; None for other entries."""
+        return self._turn_meta("role")
+
+    def message_id(self) -> str | None:
+        """A turn's message id (``metadata["message_id"]``), parsed on demand; None for other entries."""
+        return self._turn_meta("message_id")
+
+    def _turn_meta(self, key: str) -> str | None:
         if self.category != "turn":
             return None
-        role = json.loads(self.row[_AT["metadata"]]).get("role")
-        return role if isinstance(role, str) else None
+        value = json.loads(self.row[_AT["metadata"]]).get(key)
+        return value if isinstance(value, str) else None
 
 
 def row_to_history(row: tuple) -> HistoryEvent:
