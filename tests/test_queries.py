@@ -148,10 +148,10 @@ async def test_a_name_on_much_of_the_memory_is_left_out_of_the_vector_query(db):
 
 async def test_a_turn_whose_value_was_replaced_ranks_below_the_new_value(db):
     """'Where does Maya live?' ranked "Hi! I live in Toronto ..." first after the user said they moved to
-    Vancouver (the fact was superseded, the turn still said Toronto; a new-user helper's finding). The turn is
-    demoted when the fact with the new value is a candidate too; a query about its other fact is unaffected."""
+    Vancouver (the fact was superseded, the turn and its session's summary still said Toronto; a new-user
+    helper's finding). They are demoted when the fact with the new value is a candidate too."""
     s1 = await db.create_session(user_id="maya")
-    await db.add_messages(s1.id, [{"role": "user", "content": "Hi! I live in Toronto and I work as a nurse.",
+    await db.add_messages(s1.id, [{"role": "user", "content": "Hi! I live in Toronto, close to the lake.",
                                    "created_at": "2026-01-05T10:00:00Z"}])
     await db.commit_session(s1.id)
     s2 = await db.create_session(user_id="maya")
@@ -160,8 +160,29 @@ async def test_a_turn_whose_value_was_replaced_ranks_below_the_new_value(db):
     assert (await db.commit_session(s2.id))["facts_superseded"] == 1
     res = await db.find("Where does Maya live?", user_id="maya", top_k=5, mode="fts")
     texts = [r.text for r in res]
-    stale = texts.index("Hi! I live in Toronto and I work as a nurse.")
+    stale = texts.index("Hi! I live in Toronto, close to the lake.")
     assert texts.index("User just moved to Vancouver last week") < stale
-    assert res[stale].score_parts["superseded_turn"] == 0.8
+    assert res[stale].score_parts["superseded_source"] == 0.6
+    summary = next(r for r in res if r.entry.category == "summary" and "Toronto" in r.text)
+    assert summary.score_parts["superseded_source"] == 0.6  # its "Facts:" line names the old value too
+    assert texts.index("User just moved to Vancouver last week") == 0
     flat = await db.find("Where does Maya live?", user_id="maya", top_k=5, mode="fts", strategy="flat")
-    assert all("superseded_turn" not in r.score_parts for r in flat)
+    assert all("superseded_source" not in r.score_parts for r in flat)
+
+
+async def test_a_fact_and_the_turn_it_was_read_from_come_back_once(db):
+    """One statement came back as its turn and as its fact (and filled two of three LangChain long-term slots,
+    a new-user helper's finding); the first of them stays, the other is named in the trace."""
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, [{"role": "user", "content": "I'm allergic to peanuts."},
+                                 {"role": "user", "content": "I have a cat named Miso."}])
+    await db.commit_session(s.id)
+    res = await db.find("peanuts allergic", user_id="u", top_k=5, trace=True)
+    said = [r for r in res if "peanut" in r.text and r.entry.category != "summary"]
+    assert len(said) == 1
+    trace = await db.get_trace(res[0].trace_id)
+    final = next(st for st in trace.steps if st.name == "final")
+    assert len(final.details["collapsed"]) == 2  # the second entry of each message (peanuts, and the cat)
+    flat = await db.find("peanuts allergic", user_id="u", top_k=5, strategy="flat")
+    # strategy="flat" returns every entry as ranked
+    assert len([r for r in flat if "peanut" in r.text and r.entry.category != "summary"]) == 2

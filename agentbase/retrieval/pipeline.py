@@ -96,30 +96,35 @@ async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n
     return [(int(r[0]), r[1] / _BM25_SCALE) for r in rows], max_rid
 
 
-async def _superseded_turns(db: Any, cands: dict[int, dict[str, Any]], filters: Any, factor: float) -> int:
-    """Multiply by ``factor`` the candidate turns that stated a value a later message replaced, when the fact
-    holding the new value is a candidate too (the query is about that value), in place; returns how many.
+async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters: Any, factor: float) -> int:
+    """Multiply by ``factor`` the candidate turns, and session summaries, that state a value a later message
+    replaced, when the fact holding the new value is a candidate too (the query is about that value), in place;
+    returns how many.
 
-    "Where does Maya live?" found "Hi! I live in Toronto and I work as a nurse." above "User just moved to
-    Vancouver last week": the turn still says Toronto although its fact was superseded. The superseded facts are
-    read through the keyed-facts index under the query's owners; they are few (one per changed value)."""
+    "Where does Maya live?" found "Hi! I live in Toronto ..." (and its session's summary, "Facts: User lives in
+    Toronto") above "User just moved to Vancouver last week": the fact was superseded, the texts that stated it
+    were not. The superseded facts are read through the keyed-facts index under the query's owners; they are few
+    (one per changed value)."""
     turns = {c["entry"].message_id(): c for c in cands.values() if c["entry"].category == "turn"}
     turns.pop(None, None)
-    if not turns:
+    summaries = {c["entry"].session_id: c for c in cands.values() if c["entry"].category == "summary"}
+    summaries.pop(None, None)
+    if not turns and not summaries:
         return 0
     owners = [(k, getattr(filters, k)) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)]
     rows = await db.fetchall(
-        "SELECT json_extract(e.metadata, '$.message_id'), e.superseded_by FROM entries e "
+        "SELECT json_extract(e.metadata, '$.message_id'), e.session_id, e.superseded_by FROM entries e "
         "WHERE e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL AND e.status = 'active' "
         + "".join(f"AND e.{k} = ? " for k, _ in owners)
-        + "AND json_extract(e.metadata, '$.message_id') IN (SELECT value FROM json_each(?))",
-        [*(str(v) for _, v in owners), json.dumps(list(turns))])
+        + "AND (json_extract(e.metadata, '$.message_id') IN (SELECT value FROM json_each(?)) "
+        "OR e.session_id IN (SELECT value FROM json_each(?)))",
+        [*(str(v) for _, v in owners), json.dumps(list(turns)), json.dumps(list(summaries))])
     present = {c["entry"].id for c in cands.values()}
-    stale = {mid for mid, newer in rows if newer in present}
-    for mid in stale:
-        c = turns[mid]
+    stale = {id(c): c for mid, sid, newer in rows if newer in present
+             for c in (turns.get(mid), summaries.get(sid)) if c is not None}
+    for c in stale.values():
         c["score"] *= factor
-        c["parts"]["superseded_turn"] = factor
+        c["parts"]["superseded_source"] = factor
     return len(stale)
 
 
@@ -313,10 +318,10 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         demoted = assistant_turns(cands, cfg.assistant_turn_factor)
         tracer.step("assistant_turns", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
 
-    # 8e. turns whose stated value a later message replaced ("I live in Toronto" once "we moved to Vancouver").
-    if cfg.superseded_turn_factor != 1.0 and p.strategy != "flat":
-        demoted = await _superseded_turns(db, cands, p.filters, cfg.superseded_turn_factor)
-        tracer.step("superseded_turns", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
+    # 8e. texts stating a value a later message replaced ("I live in Toronto" once "we moved to Vancouver").
+    if cfg.superseded_source_factor != 1.0 and p.strategy != "flat":
+        demoted = await _superseded_sources(db, cands, p.filters, cfg.superseded_source_factor)
+        tracer.step("superseded_sources", candidates_in=len(cands), candidates_out=len(cands), demoted=demoted)
 
     # 9. heuristic rerank.
     scored = _rerank(cands, p, cfg)
@@ -335,9 +340,11 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
                 custom=p.reranker is not None)
 
     # 10. level, budget, top_k.
-    results = _finalize(scored, cands, p, top_k, tracer.id if p.trace else None)
+    collapsed: list[str] = []
+    results = _finalize(scored, cands, p, top_k, tracer.id if p.trace else None,
+                        collapsed if cfg.collapse_sources and p.strategy != "flat" else None)
     tracer.step("final", candidates_in=len(scored), candidates_out=len(results),
-                tokens=sum(estimate_tokens(r.text) for r in results),
+                tokens=sum(estimate_tokens(r.text) for r in results), collapsed=collapsed,
                 why=[{"id": r.entry.id, "score": round(r.score, 6), "matched_by": r.matched_by,
                       "parts": {k: round(v, 5) for k, v in r.score_parts.items()}} for r in results])
     await _persist(ab, p, tracer, [r.entry.id for r in results])
@@ -440,15 +447,33 @@ def _rerank(cands: dict[int, dict[str, Any]], p: FindParams, cfg: Any) -> list[i
     return sorted(cands, key=lambda r: (-cands[r]["final"], r))
 
 
+def _source_message(entry: Any) -> str | None:
+    """The message a turn is, or a fact was read from (``commit_session`` records it); None for other entries."""
+    if entry.category != "turn" and entry.metadata.get("source") != "session":
+        return None
+    mid = entry.metadata.get("message_id")
+    return mid if isinstance(mid, str) else None
+
+
 def _finalize(order: list[int], cands: dict[int, dict[str, Any]], p: FindParams, top_k: int,
-              trace_id: str | None) -> list[SearchResult]:
+              trace_id: str | None, collapsed: list[str] | None) -> list[SearchResult]:
+    """The first ``top_k`` of ``order`` as results, within the token budget. With ``collapsed`` (a list), an entry
+    from a message already returned (a fact after the turn it was read from, or the turn after its fact) is
+    skipped and its id appended there."""
     results: list[SearchResult] = []
     used = 0
+    said: set[str] = set()  # messages already in the results, as a turn or as a fact read from it
     for rid in order:
         if len(results) >= top_k:
             break
         c = cands[rid]
         full = c["entry"].entry()
+        source = _source_message(full) if collapsed is not None else None
+        if source is not None:
+            if source in said:
+                collapsed.append(full.id)
+                continue
+            said.add(source)
         level = "l2"
         text = full.l2_full
         if p.strategy == "hierarchical" and p.token_budget is not None:
