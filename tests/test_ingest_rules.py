@@ -466,3 +466,14 @@ def test_denied_reported_or_hedged_statements_give_no_fact(text, facts):
     helper's finding); on 23,725 LongMemEval/LoCoMo turns the guard removed one fact ("Maybe I'll do that this
     weekend")."""
     assert [f.text for f in extract_facts(text)] == facts
+
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("I'm planning a trip to Japan in October.", ["User is planning a trip to Japan in October"]),
+    ("I am planning my wedding for June.", ["User is planning their wedding for June"]),
+    ("I'm planning the budget.", []),  # planning a thing, not an event of the user's
+])
+def test_planning_an_event_is_a_plan(text, facts):
+    """"I'm planning a trip to Japan in October." gave no fact while "I plan to visit Japan" did (new-user
+    helper); 97 of 23,725 LongMemEval/LoCoMo turns gain a plan, every recall figure unchanged."""
+    assert [f.text for f in extract_facts(text)] == facts

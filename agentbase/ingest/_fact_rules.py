@@ -141,7 +141,8 @@ _PATTERNS: list[tuple[str, str]] = [
     ("plan",
      rf"{I_SUBJ} am(?: also| really| actually| just| still| now| seriously| definitely| probably)? "
      r"(going to|planning to|planning on|about to|hoping to|thinking about|thinking of|considering"
-     r"|looking forward to|scheduled to|set to|saving up for|saving for|preparing for|moving to) (.+)"),
+     r"|looking forward to|scheduled to|set to|saving up for|saving for|preparing for|moving to"
+     r"|planning(?= (?:a|an|my|our|the) (?:trip|vacation|holiday|visit|move|party|wedding|surprise)\b)) (.+)"),
     ("plan_verb",
      rf"{I_SUBJ}(?: also| really| actually| still| definitely| probably| eventually| finally)? "
      r"(plan to|plan on|intend to|hope to|want to|would like to|would love to|will|aim to|have decided to"
