@@ -196,10 +196,11 @@ class RetrievalSettings(_Section):
     # co-retrieval 1.1). Benchmarks (docs/benchmarks.md): LongMemEval_S hybrid recall unchanged at 0.8 and 0.6;
     # LoCoMo at 0.6 R@25 0.854 -> 0.855, session recall@5 0.899 -> 0.901, R@5/R@10 unchanged.
     superseded_source_factor: float = Field(default=0.6, gt=0)
-    # A fact and the turn it was read from say one thing: only the first of them is returned (retrieval step 10),
-    # so top_k holds ten different things. Recall on LongMemEval_S and LoCoMo is the same either way (their
-    # metrics count distinct turns); LongMemEval_S context tokens@10 1,040 -> 1,146 (docs/benchmarks.md).
-    collapse_sources: bool = True
+    # True: a fact whose source turn is already among the results (whole) is skipped (retrieval step 10): the turn
+    # says what the fact says, so top_k holds different things. Off by default: a mem0 user searches for facts
+    # (compat_tests/shared: search("Oslo") returned the turn, not "User lives in Oslo"). Recall on LongMemEval_S
+    # and LoCoMo is the same either way (their metrics count distinct turns); tokens in docs/benchmarks.md.
+    collapse_sources: bool = False
     rerank_rrf: float = Field(default=0.6, ge=0)
     # ARCHITECTURE.md's default is 0.15; a freshness term in every rerank cost LoCoMo 2.4 points of hybrid R@5
     # (0.679 -> 0.655) and did nothing for LongMemEval_S (docs/benchmarks.md, config no_freshness). Recency still

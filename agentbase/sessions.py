@@ -194,8 +194,9 @@ async def _insert_messages(conn: Any, session_id: str, prepared: list[dict[str, 
         seq += 1
         m["seq"] = seq
     await conn.executemany(
-        f"INSERT INTO messages({_MSG_COLS}) VALUES (:id, :session_id, :seq, :role, :content, :name, :tool_calls, "
-        ":tool_call_id, :metadata, :created_at)", [{**m, "session_id": session_id} for m in prepared])
+        f"INSERT INTO messages({_MSG_COLS}, committed) VALUES (:id, :session_id, :seq, :role, :content, :name, "
+        ":tool_calls, :tool_call_id, :metadata, :created_at, :committed)",
+        [{"committed": 0, **m, "session_id": session_id} for m in prepared])
     await conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (to_db_time(utcnow()), session_id))
 
 
@@ -302,6 +303,11 @@ async def replace_messages(ab: Any, session_id: str, messages: list[Any],
             "WHERE session_id = ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq",
             (session_id, json.dumps(given)))).fetchall()
         _aligned(current, messages, prepared)
+        # a kept message that a commit has read stays committed, unless its text changed (an edit)
+        done = {r[0]: r[1] for r in await (await conn.execute(
+            "SELECT id, content FROM messages WHERE session_id = ? AND committed = 1", (session_id,))).fetchall()}
+        for m in prepared:
+            m["committed"] = int(done.get(m["id"]) == m["content"])
         await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "
                            "VALUES (?, 'open', '{}', ?, ?) ON CONFLICT(id) DO NOTHING", (session_id, now, now))
         await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))

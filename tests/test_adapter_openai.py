@@ -158,9 +158,8 @@ def test_retrieve_context_finds_a_message_and_the_owners_memories(oa, sdb):
     assert hits and all(set(h) == {"entry_id", "source", "category", "role", "message_id", "content", "score",
                                    "matched_by", "created_at"} for h in hits)
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
-    # the message comes back once: as its turn, or as the fact read from it (whichever ranks first)
-    said = [h for h in hits if h["message_id"] == m["id"]]
-    assert len(said) == 1 and "Lisbon" in said[0]["content"] and said[0]["source"] == "thread"
+    turn = next(h for h in hits if h["message_id"] == m["id"] and h["category"] == "turn")
+    assert "Lisbon" in turn["content"] and turn["source"] == "thread" and turn["role"] == "user"
     assert not any("peanuts" in h["content"] for h in oa.retrieve_context(t["id"], "peanuts allergy"))
     allergy = oa.retrieve_context(t["id"], "peanuts allergy", top_k=3, scope="owner")
     assert allergy[0]["source"] == "memory" and "peanuts" in allergy[0]["content"]

@@ -172,17 +172,48 @@ async def test_a_turn_whose_value_was_replaced_ranks_below_the_new_value(db):
 
 async def test_a_fact_and_the_turn_it_was_read_from_come_back_once(db):
     """One statement came back as its turn and as its fact (and filled two of three LangChain long-term slots,
-    a new-user helper's finding); the first of them stays, the other is named in the trace."""
+    a new-user helper's finding): with collapse_sources on, a fact after its source turn is skipped and named
+    in the trace."""
+    db.settings.retrieval.collapse_sources = True
     s = await db.create_session(user_id="u")
-    await db.add_messages(s.id, [{"role": "user", "content": "I'm allergic to peanuts."},
+    await db.add_messages(s.id, [{"role": "user", "content": "I'm allergic to peanuts, so no satay for me."},
                                  {"role": "user", "content": "I have a cat named Miso."}])
     await db.commit_session(s.id)
-    res = await db.find("peanuts allergic", user_id="u", top_k=5, trace=True)
-    said = [r for r in res if "peanut" in r.text and r.entry.category != "summary"]
-    assert len(said) == 1
+    res = await db.find("satay peanuts allergic", user_id="u", top_k=5, trace=True)
+    assert res[0].text == "I'm allergic to peanuts, so no satay for me."  # the turn holds every query word
+    fact = next(e for e in await db.list(user_id="u", limit=20) if e.content == "User is allergic to peanuts")
+    assert fact.id not in [r.entry.id for r in res]
     trace = await db.get_trace(res[0].trace_id)
-    final = next(st for st in trace.steps if st.name == "final")
-    assert len(final.details["collapsed"]) == 2  # the second entry of each message (peanuts, and the cat)
-    flat = await db.find("peanuts allergic", user_id="u", top_k=5, strategy="flat")
-    # strategy="flat" returns every entry as ranked
-    assert len([r for r in flat if "peanut" in r.text and r.entry.category != "summary"]) == 2
+    assert fact.id in next(st for st in trace.steps if st.name == "final").details["collapsed"]
+    flat = await db.find("satay peanuts allergic", user_id="u", top_k=5, strategy="flat")
+    assert fact.id in [r.entry.id for r in flat]  # strategy="flat" returns every entry as ranked
+
+
+async def test_collapse_keeps_every_fact_of_a_message_and_respects_the_token_budget(db):
+    """A break-pass helper: two facts of one message collapsed into one (mem0 search lost "works at Google"),
+    and with a token budget the turn that did not fit still hid its facts (find returned nothing)."""
+    db.settings.retrieval.collapse_sources = True
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, [{"role": "user", "content": "I live in Toronto and I work at Google."}])
+    await db.commit_session(s.id)
+    facts = await db.find("Toronto Google", user_id="u", top_k=10, category=["profile"])
+    assert sorted(r.text for r in facts) == ["User lives in Toronto", "User works at Google"]
+    tight = await db.find("Toronto Google", user_id="u", top_k=5, token_budget=8)
+    assert tight and all(r.entry.category != "turn" for r in tight)  # the 10-token turn does not fit
+
+
+async def test_set_messages_after_a_delete_does_not_bring_the_memories_back(db):
+    """A user deleted a committed turn and its facts; sending the conversation again (LlamaIndex set_messages)
+    re-committed the kept message and restored them (a break-pass helper)."""
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, [{"role": "user", "content": "My bank PIN is 4321 and I live in Oslo."}])
+    await db.commit_session(s.id)
+    for e in await db.list(user_id="u", limit=50):
+        if e.category != "summary":
+            await db.delete(e.id)
+    again = [{"role": m.role, "content": m.content} for m in await db.get_messages(s.id)]
+    await db.replace_messages(s.id, [*again, {"role": "user", "content": "I like tea."}])
+    await db.commit_session(s.id)
+    left = [e.content for e in await db.list(user_id="u", limit=50) if e.category != "summary"]
+    assert not any("4321" in t or "Oslo" in t for t in left)
+    assert "I like tea." in left

@@ -119,11 +119,11 @@ async def test_async_context_manager_and_integrity(db_path):
 
 def _make_version(con: sqlite3.Connection, version: int) -> None:
     """Make the file look as schema ``version`` (< 8) left it: later versions unrecorded, and what versions 7 (the
-    enriched_seq column and its index), 8 (the turn-order index) and 9 (the turn-by-message index) added removed;
+    enriched_seq column and its index), 8 (the turn-order index) and 9 (messages.committed) added removed;
     commits and closes ``con``."""
     con.execute("DELETE FROM schema_version WHERE version > ?", (version,))
     con.execute("DROP INDEX ix_links_turn_seq")
-    con.execute("DROP INDEX ix_entries_turn_message")
+    con.execute("ALTER TABLE messages DROP COLUMN committed")
     if version < 7:
         con.execute("DROP INDEX ix_sessions_pending")
         con.execute("ALTER TABLE sessions DROP COLUMN enriched_seq")

@@ -114,7 +114,8 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
         return result
     result["enriched"] = enrich
     owners = _owners(session)
-    turns = await _uncommitted(db, session_id, [m for m in new if m.role in TURN_ROLES and m.content.strip()])
+    turns = await _uncommitted(db, session_id, session.committed_seq,
+                               [m for m in new if m.role in TURN_ROLES and m.content.strip()])
     entity_lists = await _turn_entities(ab, session_id, turns, new[-1].seq) if enrich else [[] for _ in turns]
     contexts = await _reply_contexts(ab, session_id, turns)
     embed_roles = set(ab.settings.ingest.embed_roles)
@@ -148,6 +149,8 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
         await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
                                "VALUES (?, ?, ?, ?)", links)
         last = new[-1].seq
+        await conn.execute("UPDATE messages SET committed = 1 WHERE session_id = ? AND seq > ? AND seq <= ?",
+                           (session_id, session.committed_seq, last))
         await conn.execute("UPDATE sessions SET committed_seq = ?, enriched_seq = ?, status = 'committed', "
                            "updated_at = ? WHERE id = ?",
                            # row[1], read in this transaction: an enrichment that ran since the session was
@@ -214,21 +217,15 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
         return row[1] <= hi
 
 
-async def _uncommitted(db: Any, session_id: str, turns: list[Message]) -> list[Message]:
-    """``turns`` without the messages that already have a turn entry of the same text in the session: a replace
-    renumbers the messages it keeps (their seq passes the commit watermark again), but a message is committed
-    once. A kept id with new text (an edit) is committed again; its old turn stays, as a deleted message's does."""
+async def _uncommitted(db: Any, session_id: str, after_seq: int, turns: list[Message]) -> list[Message]:
+    """``turns`` without the messages a commit has read before (``messages.committed``): a replace renumbers the
+    messages it keeps past the watermark, but a message is committed once (its memories stay deleted if the
+    user deleted them)."""
     if not turns:
         return turns
-    done: set[tuple[str, str]] = set()
-    ids = [m.id for m in turns]
-    for i in range(0, len(ids), 10_000):  # well under SQLite's limit of bound parameters
-        chunk = ids[i:i + 10_000]
-        done.update((r[0], r[1]) for r in await db.fetchall(
-            "SELECT json_extract(metadata, '$.message_id'), l2_full FROM entries WHERE session_id = ? "
-            f"AND category = 'turn' AND json_extract(metadata, '$.message_id') IN ({','.join('?' * len(chunk))})",
-            [session_id, *chunk]))
-    return [m for m in turns if (m.id, m.content) not in done] if done else turns
+    done = {r[0] for r in await db.fetchall(
+        "SELECT id FROM messages WHERE session_id = ? AND seq > ? AND committed = 1", (session_id, after_seq))}
+    return [m for m in turns if m.id not in done] if done else turns
 
 
 def _owners(session: Session) -> dict[str, Any]:

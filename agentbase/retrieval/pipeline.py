@@ -98,30 +98,53 @@ async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n
 
 async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters: Any, factor: float) -> int:
     """Multiply by ``factor`` the candidate turns, and session summaries, that state a value a later message
-    replaced, when the fact holding the new value is a candidate too (the query is about that value), in place;
-    returns how many.
+    replaced, in place; returns how many.
 
     "Where does Maya live?" found "Hi! I live in Toronto ..." (and its session's summary, "Facts: User lives in
     Toronto") above "User just moved to Vancouver last week": the fact was superseded, the texts that stated it
-    were not. The superseded facts are read through the keyed-facts index under the query's owners; they are few
-    (one per changed value)."""
-    turns = {c["entry"].message_id(): c for c in cands.values() if c["entry"].category == "turn"}
-    turns.pop(None, None)
+    were not. A text is demoted when the fact now holding the value (the end of the fact's supersession chain)
+    is a candidate scoring at least half its score, so the query is about that value; a summary also lists its
+    own session's facts, so one whose session states the new value is left alone. The sources are the fact's
+    session links (the message that stated it, and any that stated it again); superseded facts are few (one per
+    changed value), read through the keyed-facts index under the query's owners."""
+    turns = {(c["entry"].session_id, c["entry"].message_seq()): c for c in cands.values()
+             if c["entry"].category == "turn"}
     summaries = {c["entry"].session_id: c for c in cands.values() if c["entry"].category == "summary"}
-    summaries.pop(None, None)
     if not turns and not summaries:
         return 0
     owners = [(k, getattr(filters, k)) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)]
-    rows = await db.fetchall(
-        "SELECT json_extract(e.metadata, '$.message_id'), e.session_id, e.superseded_by FROM entries e "
-        "WHERE e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL AND e.status = 'active' "
-        + "".join(f"AND e.{k} = ? " for k, _ in owners)
-        + "AND (json_extract(e.metadata, '$.message_id') IN (SELECT value FROM json_each(?)) "
-        "OR e.session_id IN (SELECT value FROM json_each(?)))",
-        [*(str(v) for _, v in owners), json.dumps(list(turns)), json.dumps(list(summaries))])
-    present = {c["entry"].id for c in cands.values()}
-    stale = {id(c): c for mid, sid, newer in rows if newer in present
-             for c in (turns.get(mid), summaries.get(sid)) if c is not None}
+    old = {r[0]: r[1] for r in await db.fetchall(
+        "SELECT e.id, e.superseded_by FROM entries e WHERE e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL "
+        "AND e.status = 'active' " + "".join(f"AND e.{k} = ? " for k, _ in owners), [str(v) for _, v in owners])}
+    if not old:
+        return 0
+    by_id = {c["entry"].id: c for c in cands.values()}
+
+    def current(fid: str) -> str:  # the end of the chain: the fact holding the key's value now
+        seen, newer = {fid}, old[fid]
+        while newer in old and newer not in seen:  # (a cycle cannot be written; a damaged file stops here)
+            seen.add(newer)
+            newer = old[newer]
+        return newer
+
+    head = {fid: current(fid) for fid in old}
+    links = await db.fetchall(
+        "SELECT l.entry_id, l.session_id, l.message_seq FROM session_memory_links l WHERE l.kind = 'fact' "
+        "AND l.entry_id IN (SELECT value FROM json_each(?))", [json.dumps(list(old))])
+    newest_session = {r[0]: r[1] for r in await db.fetchall(
+        "SELECT id, session_id FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(list(set(head.values())))])}
+    stale: dict[int, dict[str, Any]] = {}
+    for fid, sid, seq in links:
+        now = by_id.get(head[fid])
+        if now is None:
+            continue
+        for c in (turns.get((sid, seq)), summaries.get(sid)):
+            if c is None or now["score"] < 0.5 * c["score"]:
+                continue
+            if c["entry"].category == "summary" and newest_session.get(head[fid]) == sid:
+                continue
+            stale[id(c)] = c
     for c in stale.values():
         c["score"] *= factor
         c["parts"]["superseded_source"] = factor
@@ -447,33 +470,34 @@ def _rerank(cands: dict[int, dict[str, Any]], p: FindParams, cfg: Any) -> list[i
     return sorted(cands, key=lambda r: (-cands[r]["final"], r))
 
 
-def _source_message(entry: Any) -> str | None:
-    """The message a turn is, or a fact was read from (``commit_session`` records it); None for other entries."""
-    if entry.category != "turn" and entry.metadata.get("source") != "session":
-        return None
+def _turn_key(entry: Any) -> tuple[str, str] | None:
+    """(session, message id) of a turn; of a fact, the turn it was read from (``commit_session`` records the
+    message id and the session); None for other entries."""
     mid = entry.metadata.get("message_id")
-    return mid if isinstance(mid, str) else None
+    if not isinstance(mid, str) or not entry.session_id:
+        return None
+    if entry.category == "turn" or entry.metadata.get("source") == "session":
+        return entry.session_id, mid
+    return None
 
 
 def _finalize(order: list[int], cands: dict[int, dict[str, Any]], p: FindParams, top_k: int,
               trace_id: str | None, collapsed: list[str] | None) -> list[SearchResult]:
-    """The first ``top_k`` of ``order`` as results, within the token budget. With ``collapsed`` (a list), an entry
-    from a message already returned (a fact after the turn it was read from, or the turn after its fact) is
-    skipped and its id appended there."""
+    """The first ``top_k`` of ``order`` as results, within the token budget. With ``collapsed`` (a list), a fact
+    whose source turn is already returned whole (it says everything the fact says) is skipped and its id
+    appended there; a turn is never skipped for its facts (a message may say more than one fact holds)."""
     results: list[SearchResult] = []
     used = 0
-    said: set[str] = set()  # messages already in the results, as a turn or as a fact read from it
+    turns_shown: set[tuple[str, str]] = set()
     for rid in order:
         if len(results) >= top_k:
             break
         c = cands[rid]
         full = c["entry"].entry()
-        source = _source_message(full) if collapsed is not None else None
-        if source is not None:
-            if source in said:
-                collapsed.append(full.id)
-                continue
-            said.add(source)
+        key = _turn_key(full) if collapsed is not None else None
+        if key is not None and full.category != "turn" and key in turns_shown:
+            collapsed.append(full.id)
+            continue
         level = "l2"
         text = full.l2_full
         if p.strategy == "hierarchical" and p.token_budget is not None:
@@ -487,6 +511,8 @@ def _finalize(order: list[int], cands: dict[int, dict[str, Any]], p: FindParams,
                 break
             continue
         used += cost
+        if key is not None and full.category == "turn" and level == "l2":
+            turns_shown.add(key)
         results.append(SearchResult(entry=full, score=c["final"], matched_by=c["matched_by"], score_parts=c["parts"],
                                     level=level, text=text, trace_id=trace_id))
     return results

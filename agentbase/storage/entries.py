@@ -101,9 +101,13 @@ class EntryView:
         """A turn's message role (``metadata["role"]``), parsed on demand; None for other entries."""
         return self._turn_meta("role")
 
-    def message_id(self) -> str | None:
-        """A turn's message id (``metadata["message_id"]``), parsed on demand; None for other entries."""
-        return self._turn_meta("message_id")
+    def message_seq(self) -> int | None:
+        """A turn's message seq when it was committed (``metadata["message_seq"]``, the seq its session links
+        and its facts' links record), parsed on demand; None for other entries."""
+        if self.category != "turn":
+            return None
+        value = json.loads(self.row[_AT["metadata"]]).get("message_seq")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def _turn_meta(self, key: str) -> str | None:
         if self.category != "turn":

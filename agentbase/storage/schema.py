@@ -307,12 +307,14 @@ _V8 = """
 CREATE INDEX ix_links_turn_seq ON session_memory_links(session_id, message_seq) WHERE kind = 'turn';
 """
 
-# v9: a session's turn entries by message id. A replace (``replace_messages``: LlamaIndex ``set_messages`` or an
-# insert at a position) renumbers messages already committed; the next commit finds their turns here and skips
-# them instead of storing every turn of the session a second time.
+# v9: messages.committed, set when a commit has read the message. A replace (``replace_messages``: LlamaIndex
+# ``set_messages`` or an insert at a position) renumbers the messages it keeps past the commit watermark; the
+# flag goes with a kept message (unless its text changed), so the next commit skips it instead of storing its
+# turn and facts again, or bringing back memories the user deleted since.
 _V9 = """
-CREATE INDEX ix_entries_turn_message ON entries(session_id, json_extract(metadata, '$.message_id'))
-WHERE category = 'turn';
+ALTER TABLE messages ADD COLUMN committed INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET committed = 1
+WHERE seq <= (SELECT s.committed_seq FROM sessions s WHERE s.id = messages.session_id);
 """
 
 MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
