@@ -186,7 +186,7 @@ def add(content: str, db: str = DbOpt, category: str = "fact", tag: list[str] = 
     if as_json:
         _out(_dump(e), as_json)
     elif e.created_at < started:
-        console.print(f"merged into {e.id} (a duplicate of it; confidence now {e.confidence:.2f})")
+        console.print(f"merged into {e.id} (a duplicate of it; confidence now {e.confidence:.2f})", soft_wrap=True)
     else:
         console.print(f"added {e.id}")
 

@@ -8,6 +8,7 @@ with identical timestamps keep insertion order. Functions here take the :class:`
 
 from __future__ import annotations
 
+import difflib
 import json
 import uuid
 from typing import Any
@@ -239,7 +240,8 @@ def _aligned(current: list[tuple], raws: list[Any], prepared: list[dict[str, Any
 
     A message without an ``id`` of its own that has the role, content, name and tool calls of the current message
     at the same place in the common head or tail of the two lists (a conversation sent again with a message
-    inserted, removed or appended, as LlamaIndex ``set_messages`` does) is that message: it keeps its id, and its
+    inserted, removed or appended, as LlamaIndex ``set_messages`` does; or in a run both lists share, in order,
+    between them: a sliding window) is that message: it keeps its id, and its
     time unless it gives one, so a later commit skips what it already committed. ``current`` rows are
     ``(id, role, content, name, tool_calls, tool_call_id, created_at)`` in seq order."""
     def key(m: dict[str, Any]) -> tuple:
@@ -260,6 +262,14 @@ def _aligned(current: list[tuple], raws: list[Any], prepared: list[dict[str, Any
             current[-1 - tail][1:6] == key(prepared[-1 - tail]):
         take(len(current) - 1 - tail, len(prepared) - 1 - tail)
         tail += 1
+    # between them, the longest runs the two lists share in order (a sliding window: [A, B, C, D] -> [B, C, D, E])
+    old_mid, new_mid = current[head:len(current) - tail], prepared[head:len(prepared) - tail]
+    if old_mid and new_mid and len(old_mid) * len(new_mid) <= 25_000_000:
+        matcher = difflib.SequenceMatcher(None, [r[1:6] for r in old_mid], [key(m) for m in new_mid],
+                                          autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for k in range(block.size):
+                take(head + block.a + k, head + block.b + k)
 
 
 def _check_expected_ids(expected_ids: Any) -> None:

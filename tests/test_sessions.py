@@ -417,3 +417,17 @@ async def test_a_turn_replies_to_the_other_party_not_to_its_own_previous_message
     assert turns["Ethiopian food is great."] == "user: My favorite cuisine is Ethiopian food."
     top = await db.find("travel plans", user_id="u", top_k=1)
     assert top[0].text == "I'm planning a trip to Japan in October."
+
+
+async def test_a_sliding_window_replace_keeps_the_ids_of_the_messages_it_keeps(db):
+    """[A, B, C, D] sent again as [B, C, D, E] (a window that drops its oldest message) kept no id, so the next
+    commit stored B, C and D a second time (a break-pass helper)."""
+    s = await db.create_session(user_id="u")
+    texts = ["I like tea.", "I live in Oslo.", "I have a cat.", "I work at Google."]
+    await db.add_messages(s.id, [{"role": "user", "content": t} for t in texts])
+    await db.commit_session(s.id)
+    ids = {m.content: m.id for m in await db.get_messages(s.id)}
+    window = [{"role": "user", "content": t} for t in [*texts[1:], "I play chess."]]
+    out = await db.replace_messages(s.id, window)
+    assert [m.id for m in out[:3]] == [ids[t] for t in texts[1:]]
+    assert (await db.commit_session(s.id))["turns"] == 1
