@@ -199,7 +199,7 @@ class RetrievalSettings(_Section):
     # True: a fact whose source turn is already among the results (whole) is skipped (retrieval step 10): the turn
     # says what the fact says, so top_k holds different things. Off by default: a mem0 user searches for facts
     # (compat_tests/shared: search("Oslo") returned the turn, not "User lives in Oslo"). Recall on LongMemEval_S
-    # and LoCoMo is the same either way (their metrics count distinct turns); tokens in docs/benchmarks.md.
+    # and LoCoMo is the same either way (their metrics count distinct turns; docs/benchmarks.md).
     collapse_sources: bool = False
     rerank_rrf: float = Field(default=0.6, ge=0)
     # ARCHITECTURE.md's default is 0.15; a freshness term in every rerank cost LoCoMo 2.4 points of hybrid R@5

@@ -211,6 +211,11 @@ class SessionsAPI:
                                expected_ids: list[str] | None = None) -> list[Message]:
         """Replace all messages of a session (created if missing) in one transaction.
 
+        A replacing message without an ``id`` that equals a current one (role, content, name, tool calls) in the
+        same order (the lists' common head or tail, or a run both share between them) keeps that message's id and
+        time; a kept message that a commit has read is not committed again (unless its text changed), so sending
+        a conversation again with a change (LlamaIndex ``set_messages``) commits only the change.
+
         Args:
             session_id: the session. messages: a list of message dicts as for :meth:`add_messages`.
             expected_ids: optional compare-and-replace guard: the session's message ids, in order, as the
