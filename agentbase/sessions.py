@@ -308,14 +308,13 @@ async def replace_messages(ab: Any, session_id: str, messages: list[Any],
         taken = await _taken_ids(conn, given, other_than=session_id)
         if taken:
             raise ValidationError(f"message id already used in another session: {taken[0]!r}")
-        current = await (await conn.execute(
-            "SELECT id, role, content, name, tool_calls, tool_call_id, created_at FROM messages "
-            "WHERE session_id = ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq",
-            (session_id, json.dumps(given)))).fetchall()
-        _aligned(current, messages, prepared)
+        rows = await (await conn.execute(
+            "SELECT id, role, content, name, tool_calls, tool_call_id, created_at, committed FROM messages "
+            "WHERE session_id = ? ORDER BY seq", (session_id,))).fetchall()
+        kept = set(given)
+        _aligned([r[:7] for r in rows if r[0] not in kept], messages, prepared)
         # a kept message that a commit has read stays committed, unless its text changed (an edit)
-        done = {r[0]: r[1] for r in await (await conn.execute(
-            "SELECT id, content FROM messages WHERE session_id = ? AND committed = 1", (session_id,))).fetchall()}
+        done = {r[0]: r[2] for r in rows if r[7]}
         for m in prepared:
             m["committed"] = int(done.get(m["id"]) == m["content"])
         await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "

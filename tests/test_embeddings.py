@@ -762,21 +762,28 @@ async def test_summary_mean_follows_a_later_commit_and_an_edited_turn(tmp_path):
         await db.close()
 
 
-async def test_an_edited_assistant_turn_stays_without_a_vector(tmp_path):
-    """An assistant's turn (not in ``ingest.embed_roles``) gets no vector when its text is edited, so it never joins
-    its summary's mean; an edited user turn is embedded again (a helper's finding: update() queued both)."""
+async def _committed_turns(path):
+    """A file holding ``_TURNS`` committed and embedded for user ``u``, and the find() result of its assistant
+    turn; the caller closes the AgentBase."""
     from agentbase import AgentBase
     from agentbase.config import load_settings
 
-    db = AgentBase(tmp_path / "edit.db", settings=load_settings(ner="regex"), embedder=HashEmbedder(64))
+    db = AgentBase(path, settings=load_settings(ner="regex"), embedder=HashEmbedder(64))
+    s = await db.create_session(user_id="u")
+    await db.add_messages(s.id, _TURNS)
+    await db.commit_session(s.id)
+    await db.flush()
+    [answer] = [r for r in await db.find("congratulations friendly curious", user_id="u", mode="fts",
+                                         category="turn") if r.entry.metadata["role"] == "assistant"]
+    return db, answer
+
+
+async def test_an_edited_assistant_turn_stays_without_a_vector(tmp_path):
+    """An assistant's turn (not in ``ingest.embed_roles``) gets no vector when its text is edited, so it never joins
+    its summary's mean; an edited user turn is embedded again (a helper's finding: update() queued both)."""
+    db, answer = await _committed_turns(tmp_path / "edit.db")
     try:
-        s = await db.create_session(user_id="u")
-        await db.add_messages(s.id, _TURNS)
-        await db.commit_session(s.id)
-        await db.flush()
         assert len(await _vectors_by_category(db, "turn")) == 3
-        [answer] = [r for r in await db.find("congratulations friendly curious", user_id="u", mode="fts",
-                                             category="turn") if r.entry.metadata["role"] == "assistant"]
         await db.update(answer.entry.id, "Congratulations! Beagles love long walks.")
         user = (await db.find("running shoes", user_id="u", mode="fts", category="turn"))[0]
         await db.update(user.entry.id, "Biscuit chews my hiking boots every morning.")
@@ -795,17 +802,8 @@ async def test_new_metadata_keeps_a_turns_message_keys(tmp_path):
     message_id, message_seq): with the role gone an edited assistant turn was embedded and lost the assistant
     factor. Keys the caller sets win; a summary keeps its ``source``; a fact's metadata is replaced whole (the
     mem0 adapter stores the caller's metadata alone on an extracted fact)."""
-    from agentbase import AgentBase
-    from agentbase.config import load_settings
-
-    db = AgentBase(tmp_path / "meta.db", settings=load_settings(ner="regex"), embedder=HashEmbedder(64))
+    db, answer = await _committed_turns(tmp_path / "meta.db")
     try:
-        s = await db.create_session(user_id="u")
-        await db.add_messages(s.id, _TURNS)
-        await db.commit_session(s.id)
-        await db.flush()
-        [answer] = [r for r in await db.find("congratulations friendly curious", user_id="u", mode="fts",
-                                             category="turn") if r.entry.metadata["role"] == "assistant"]
         before = dict(answer.entry.metadata)
         updated = await db.update(answer.entry.id, "Congratulations! Beagles love long walks.",
                                   metadata={"reviewed": True})

@@ -260,16 +260,16 @@ class _Mem0Base:
         if not usable:
             return []
         if ids["run_id"]:
-            return (yield from self._infer_in(ids["run_id"], usable, ids, base, common))
+            return (yield from self._infer_in(ids["run_id"], usable, ids, base, common, fresh=False))
         # Without a run_id each call commits through a session of its own, deleted afterwards (the facts stay):
         # calls from several processes for one owner never commit each other's messages.
         sid = _SCOPE_PREFIX + uuid.uuid4().hex
         try:
-            return (yield from self._infer_in(sid, usable, ids, base, common))
+            return (yield from self._infer_in(sid, usable, ids, base, common, fresh=True))
         finally:
             yield _call("delete_session", sid)
 
-    def _infer_in(self, sid: str, usable: list[Any], ids: dict, base: dict, common: dict) -> Op:
+    def _infer_in(self, sid: str, usable: list[Any], ids: dict, base: dict, common: dict, *, fresh: bool) -> Op:
         # The facts get the session's owners: a run that is another owner's conversation would file this call's
         # facts under that owner (an agent's "I like rock" under the user who opened the run).
         try:
@@ -285,10 +285,13 @@ class _Mem0Base:
             raise ValueError(f"run_id {ids['run_id']!r} is a conversation of {owners}: infer=True "
                              f"commits this call's messages through it, so its facts would belong to them; pass "
                              f"their ids too, another run_id, or infer=False")
-        # Apply what the session still has queued (commit_session(wait=False) by other code) before taking the
-        # baseline, so the summary that enrichment writes is not taken for this call's own and deleted.
-        yield _call("commit_session", sid)
-        before = {e.id for e in (yield _call("list", session_id=sid, category="summary", limit=100))}
+        # Apply what the run's session still has queued (commit_session(wait=False) by other code) before taking
+        # the baseline, so the summary that enrichment writes is not taken for this call's own and deleted (a
+        # private session of this call has neither).
+        before: set[str] = set()
+        if not fresh:
+            yield _call("commit_session", sid)
+            before = {e.id for e in (yield _call("list", session_id=sid, category="summary", limit=100))}
         added = yield _call("add_messages", sid, [
             {"role": m["role"], "content": t, "name": m.get("name"), "created_at": common["event_time"]}
             for m, t in usable])

@@ -199,16 +199,17 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
             f"ON e.id = l.entry_id WHERE l.session_id = ? AND l.kind = 'turn' AND l.message_seq > ? "
             f"AND l.message_seq <= ?", (session_id, lo, hi))).fetchall()}
         links: list[tuple[str, str, str, int | None]] = []
+        keep: list[int] = []
         for i, msg in enumerate(turns):
             found = entries.get(msg.seq)
             if found is None:  # the turn entry was deleted meanwhile, or the message was committed before a
                 continue       # replace renumbered it: nothing to tag or enrich
+            keep.append(i)
             old = row_to_entry(found)
             links.append((session_id, old.id, "turn", msg.seq))
             tags = list(dict.fromkeys([*old.tags, *turn_tags[i]]))  # facts get the derived tags only
             if tags != old.tags:
                 await set_derived_tags(conn, found[0], old, tags)
-        keep = [i for i, msg in enumerate(turns) if msg.seq in entries]
         await _enrich(ab, conn, session, [turns[i] for i in keep], [entity_lists[i] for i in keep],
                       [turn_tags[i] for i in keep], links, result, now, hi)
         await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "

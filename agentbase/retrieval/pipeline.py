@@ -131,9 +131,6 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     links = await db.fetchall(
         "SELECT l.entry_id, l.session_id, l.message_seq FROM session_memory_links l WHERE l.kind = 'fact' "
         "AND l.entry_id IN (SELECT value FROM json_each(?))", [json.dumps(list(old))])
-    newest_session = {r[0]: r[1] for r in await db.fetchall(
-        "SELECT id, session_id FROM entries WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(list(set(head.values())))])}
     stale: dict[int, dict[str, Any]] = {}
     for fid, sid, seq in links:
         now = by_id.get(head[fid])
@@ -142,7 +139,7 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
         for c in (turns.get((sid, seq)), summaries.get(sid)):
             if c is None or now["score"] < 0.5 * c["score"]:
                 continue
-            if c["entry"].category == "summary" and newest_session.get(head[fid]) == sid:
+            if c["entry"].category == "summary" and now["entry"].session_id == sid:
                 continue
             stale[id(c)] = c
     for c in stale.values():

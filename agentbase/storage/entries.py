@@ -99,7 +99,10 @@ class EntryView:
 
     def role(self) -> str | None:
         """A turn's message role (``metadata["role"]``), parsed on demand; None for other entries."""
-        return self._turn_meta("role")
+        if self.category != "turn":
+            return None
+        role = json.loads(self.row[_AT["metadata"]]).get("role")
+        return role if isinstance(role, str) else None
 
     def message_seq(self) -> int | None:
         """A turn's message seq when it was committed (``metadata["message_seq"]``, the seq its session links
@@ -108,12 +111,6 @@ class EntryView:
             return None
         value = json.loads(self.row[_AT["metadata"]]).get("message_seq")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    def _turn_meta(self, key: str) -> str | None:
-        if self.category != "turn":
-            return None
-        value = json.loads(self.row[_AT["metadata"]]).get(key)
-        return value if isinstance(value, str) else None
 
 
 def row_to_history(row: tuple) -> HistoryEvent:
