@@ -165,6 +165,17 @@ def _prepare(raw: Any) -> dict[str, Any]:
             "created_at": to_db_time(parse_time(raw.get("created_at")) or utcnow())}
 
 
+async def _guard_metadata(conn: Any, session_id: str, message_id: str, expected: dict[str, Any] | None) -> None:
+    """Inside a write transaction: raise ConflictError if the message's metadata is not ``expected`` (no guard
+    when it is None; a missing message passes, the write then finds nothing)."""
+    if expected is None:
+        return
+    row = await (await conn.execute("SELECT metadata FROM messages WHERE session_id = ? AND id = ?",
+                                    (session_id, message_id))).fetchone()
+    if row is not None and _canonical(json.loads(row[0])) != _canonical(expected):
+        raise ConflictError(f"message {message_id!r} changed since it was read; read it again")
+
+
 def _canonical(value: Any) -> str:
     """JSON text that tells ``True`` from ``1`` (Python's ``==`` does not) and ignores key order."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
@@ -357,12 +368,8 @@ async def update_message(ab: Any, session_id: str, message_id: str, *, metadata:
     meta = check_metadata(metadata)
     expected = None if expected_metadata is None else check_metadata(expected_metadata)
     async with db.transaction() as conn:
-        if expected is not None:
-            row = await (await conn.execute("SELECT metadata FROM messages WHERE session_id = ? AND id = ?",
-                                            (check_id(session_id, "session_id"),
-                                             check_id(message_id, "message_id")))).fetchone()
-            if row is not None and _canonical(json.loads(row[0])) != _canonical(expected):
-                raise ConflictError(f"message {message_id!r} changed since it was read; read it again")
+        await _guard_metadata(conn, check_id(session_id, "session_id"), check_id(message_id, "message_id"),
+                              expected)
         cur = await conn.execute("UPDATE messages SET metadata = ? WHERE session_id = ? AND id = ?",
                                  (json.dumps(meta, ensure_ascii=False), check_id(session_id, "session_id"),
                                   check_id(message_id, "message_id")))
@@ -373,14 +380,17 @@ async def update_message(ab: Any, session_id: str, message_id: str, *, metadata:
     return msg
 
 
-async def delete_message(ab: Any, session_id: str, message_id: str) -> Message | None:
+async def delete_message(ab: Any, session_id: str, message_id: str,
+                         expected_metadata: dict[str, Any] | None = None) -> Message | None:
     db = await ab._open()
     check_id(session_id, "session_id")
     check_id(message_id, "message_id")
+    expected = None if expected_metadata is None else check_metadata(expected_metadata)
     # Read and delete in one statement: of two callers deleting the same message, only the one whose DELETE
     # removed the row gets it back.
     async with db.transaction() as conn:
         await _refuse_unsettled(conn, session_id)
+        await _guard_metadata(conn, session_id, message_id, expected)
         row = await (await conn.execute(
             f"DELETE FROM messages WHERE session_id = ? AND id = ? RETURNING {_MSG_COLS}",
             (session_id, message_id))).fetchone()

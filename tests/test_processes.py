@@ -409,3 +409,58 @@ def test_mem0_infer_from_three_processes_stores_only_facts(tmp_path):
         con.close()
     assert memories == sorted(f"User likes fruit {t}{i:03d}" for t in "abc" for i in range(n))
     assert sessions == 0
+
+
+LLAMA_ARCHIVER = """
+import asyncio, sys
+from agentbase.adapters import AgentBaseDBChatStore
+store = AgentBaseDBChatStore(db_path=sys.argv[1])
+how = sys.argv[2]
+async def run():
+    while True:
+        got = await (store.archive_oldest_messages("pile", 3) if how == "arch"
+                     else store.delete_oldest_messages("pile", 2))
+        if not got:
+            return
+        for m in got:
+            print(how, m.content, flush=True)
+asyncio.run(run())
+"""
+
+
+@pytest.mark.slow
+def test_llama_index_archive_and_delete_from_two_processes_take_each_message_once(tmp_path):
+    """One process archives the oldest messages while another deletes them: a message was returned to both
+    (archived, then deleted by a caller that had read it active; a README-only helper saw 14-41 of 200)."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import ChatMessage
+
+    from agentbase.adapters import AgentBaseChatStore
+
+    db = tmp_path / "mixed.db"
+    env = {**_env(), "AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
+    os.environ.update({k: env[k] for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER")})
+    try:
+        store = AgentBaseChatStore(db_path=str(db))
+        store.set_messages("pile", [ChatMessage(role="user", content=f"m{i}") for i in range(120)])
+        store.close()
+    finally:
+        for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER"):
+            os.environ.pop(k, None)
+    script = tmp_path / "archiver.py"
+    script.write_text(LLAMA_ARCHIVER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(db), how], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for how in ("arch", "del")]
+    taken = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        taken += [line.split() for line in out.splitlines()]
+    contents = [c for _, c in taken]
+    assert len(contents) == len(set(contents)) == 120  # every message to exactly one caller
+    con = sqlite3.connect(db)
+    try:
+        left = {r[0] for r in con.execute("SELECT content FROM messages WHERE session_id = 'pile'")}
+    finally:
+        con.close()
+    assert left == {c for how, c in taken if how == "arch"}  # the archived ones stay, the deleted ones are gone

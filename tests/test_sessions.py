@@ -343,6 +343,9 @@ async def test_guarded_session_delete_and_metadata_update(db):
     with pytest.raises(ConflictError):  # a second archiver read "active" too
         await db.update_message("g", "g1", metadata={"status": "archived", "by": "b"}, expected_metadata=msg.metadata)
     assert (await db.get_message("g", "g1")).metadata == {"status": "archived"}
+    with pytest.raises(ConflictError):  # a deleter that read it active must not take it once archived
+        await db.delete_message("g", "g1", expected_metadata={"status": "active"})
+    assert await db.get_message("g", "g1") is not None
     assert await db.delete_session("g", expected_ids=["g1"]) is True
     assert await db.delete_message("g", "g1") is None
 

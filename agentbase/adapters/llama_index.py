@@ -217,11 +217,19 @@ class _SessionsMixin:
             target = await self._pick(key, idx, status)
             if target is None:
                 return None
-            removed = await self.db.delete_message(key, target.id)
+            removed = await self._delete_as_read(key, target)
             if removed is not None:
                 return removed
             await asyncio.sleep(random.uniform(0, 0.005))
         raise ConflictError(f"chat store key {key!r}: other writers removed the message at {idx} {_TRIES} times")
+
+    async def _delete_as_read(self, key: str, m: Message) -> Optional[Message]:
+        """Delete ``m`` if it is still as read (its status unchanged: not archived meanwhile by another store);
+        the deleted message, or None when another writer deleted or changed it first."""
+        try:
+            return await self.db.delete_message(key, m.id, expected_metadata=m.metadata)
+        except ConflictError:
+            return None
 
     async def _pick(self, key: str, idx: int, status: str | None = None) -> Optional[Message]:
         """The message at list position ``idx`` (Python semantics, negatives count from the end) or None."""
@@ -463,7 +471,7 @@ class AgentBaseDBChatStore(_SessionsMixin, AsyncDBChatStore):
     async def delete_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
         """Delete the ``n`` oldest active messages and return them (each message goes to one caller only)."""
         async def take(m: Message) -> bool:
-            return await self.db.delete_message(key, m.id) is not None
+            return await self._delete_as_read(key, m) is not None
 
         return [row_to_message(m) for m in await self._take_oldest(key, n, take)]
 

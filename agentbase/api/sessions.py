@@ -200,11 +200,22 @@ class SessionsAPI:
                                               expected_metadata=expected_metadata)
 
     @bridged
-    async def delete_message(self, session_id: str, message_id: str) -> Message | None:
+    async def delete_message(self, session_id: str, message_id: str, *,
+                             expected_metadata: dict[str, Any] | None = None) -> Message | None:
         """Delete one message; returns it, or None if it did not exist (or another caller deleted it first: of
-        concurrent deletes of one message exactly one gets it back). Other messages keep their order."""
+        concurrent deletes of one message exactly one gets it back). Other messages keep their order.
+
+        Args:
+            session_id, message_id: the message.
+            expected_metadata: optional guard, as for :meth:`update_message`: the metadata as the caller read it.
+
+        Raises:
+            ValidationError: bad ids or metadata.
+            ConflictError: the stored metadata differs from ``expected_metadata`` (nothing is deleted).
+        """
         # queued enrichment reads the message: it runs first
-        return await self._settled(session_id, lambda: _sessions.delete_message(self, session_id, message_id))
+        return await self._settled(session_id, lambda: _sessions.delete_message(
+            self, session_id, message_id, expected_metadata))
 
     @bridged
     async def replace_messages(self, session_id: str, messages: list[dict[str, Any]], *,
