@@ -101,6 +101,11 @@ async def test_temporal_leg_brings_turns_of_the_named_day(tmp_path):
     assert hits[0].entry.id == target.id
     trace = await db.get_trace(hits[0].trace_id)
     assert any(s.name == "candidates_temporal" and s.candidates_out == 1 for s in trace.steps)
+    # a relative word alone ("last week") does not run the leg: how far back it reaches is a guess
+    hits = await db.find("what volunteer thing did I do last week?", top_k=3, mode="fts",
+                         reference_time="2023-06-07T00:00:00Z")
+    trace = await db.get_trace(hits[0].trace_id)
+    assert not any(s.name == "candidates_temporal" for s in trace.steps)
     await db.close()
 
     settings.retrieval.weight_temporal = 0.0
@@ -111,6 +116,29 @@ async def test_temporal_leg_brings_turns_of_the_named_day(tmp_path):
     trace = await off.get_trace(hits[0].trace_id)
     assert not any(s.name == "candidates_temporal" for s in trace.steps)
     await off.close()
+
+
+async def test_temporal_vector_leg_brings_a_turn_of_the_named_day_without_the_words(tmp_path):
+    from agentbase import AgentBase, load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    settings = load_settings(ner="regex")
+    db = AgentBase(tmp_path / "v.db", settings=settings, embedder=HashEmbedder(dims=64))
+    for i in range(150):  # every keyword and most of the vector match on other days
+        await db.add_memory(f"volunteer shift at the shelter number {i}",
+                            event_time=f"2023-05-{i % 28 + 1:02d}T10:00:00Z")
+    target = await db.add_memory("mentored kids in the library",
+                                 event_time="2023-06-03T10:00:00Z")
+    query = "what volunteer thing did I do on 3 June, 2023?"
+    hits = await db.find(query, top_k=5, reference_time="2023-12-01T00:00:00Z")
+    assert target.id in [h.entry.id for h in hits]
+    trace = await db.get_trace(hits[0].trace_id)
+    step = next(s for s in trace.steps if s.name == "candidates_temporal")
+    assert step.details["vector_candidates_out"] == 1
+    db.settings.retrieval.weight_temporal = 0.0
+    hits = await db.find(query, top_k=5, reference_time="2023-12-01T00:00:00Z")
+    assert target.id not in [h.entry.id for h in hits]
+    await db.close()
 
 
 async def test_overlong_query_is_a_typed_error_and_the_limit_is_a_setting(db, seeded):

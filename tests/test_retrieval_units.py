@@ -112,6 +112,15 @@ def test_parse_time_range_reads_relative_words_from_a_named_date():
     assert (both.date_from, both.date_to) == (day(2022, 5, 1), day(2022, 7, 1) - US)
 
 
+def test_parse_time_range_marks_calendar_dates_absolute():
+    # absolute: another reference time reads the expression the same way
+    for q in ["on 3 June, 2023", "in May 2023", "the week before August 3, 2023", "before 2020",
+              "What did Maria start recently, as mentioned on 3 June, 2023?"]:
+        assert parse_time_range(q, REF).absolute, q
+    for q in ["recently", "last weekend", "in June", "yesterday", "two weeks ago", "上周"]:
+        assert not parse_time_range(q, REF).absolute, q
+
+
 def test_parse_time_range_since_dates_anchor_nothing_and_ranges_never_invert():
     ref = datetime(2023, 7, 1, tzinfo=UTC)
     since = parse_time_range("What did I do yesterday, since June 28, 2023?", ref)  # yesterday is 06-30

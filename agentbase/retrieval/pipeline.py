@@ -221,6 +221,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     def entity_names() -> set[str]:  # the query's entities the boosts read: all but the user's own names
         return {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}
 
+    qvec = None
     if use_vector:
         vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
@@ -238,15 +239,22 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         tracer.degrade_reason = degrade
 
     tr = analysis.time_range
-    if cfg.weight_temporal > 0 and tr is not None and tr.granularity != "span" and p.mode in ("hybrid", "fts"):
-        # A date the question names ("on 3 June, 2023", "last week") narrows a third keyword leg to that range,
-        # so turns of that day reach the candidates even when other days match the words better.
+    if cfg.weight_temporal > 0 and tr is not None and tr.absolute and tr.granularity != "span" \
+            and p.mode in ("hybrid", "fts"):
+        # A calendar date the question names ("on 3 June, 2023", "the week before August 3, 2023") narrows a
+        # keyword leg and (with an embedder) a vector leg to that range, so turns of that day reach the candidates
+        # even when other days match better. Relative words alone ("recently", "last weekend") only re-weight
+        # (strategies): how far back they reach is a guess.
         ranged = dataclasses.replace(p.filters, date_from=max(filter(None, (p.filters.date_from, tr.date_from))),
                                      date_to=min(filter(None, (p.filters.date_to, tr.date_to))))
         r_where, r_params = ranged.where("e")
         in_range, _ = await _fts_leg(db, [full_match], r_where, r_params, n)
         rankings["temporal"] = [rid for rid, _ in in_range]
-        tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n)
+        if qvec is not None:
+            vec_in_range, _ = await knn(db, db.vector_engine, qvec, n, r_where, r_params, ab.matrix)
+            rankings["temporal_vector"] = [rid for rid, _ in vec_in_range]
+        tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n,
+                    vector_candidates_out=len(rankings.get("temporal_vector", ())))
 
     q_entities = entity_names()
     if cfg.weight_graph > 0 and q_entities:
@@ -255,7 +263,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
 
     weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector_preference if "preference" in analysis.intents
                else cfg.weight_vector, "graph": cfg.weight_graph,
-               "temporal": cfg.weight_temporal}
+               "temporal": cfg.weight_temporal, "temporal_vector": cfg.weight_temporal}
     fused = weighted_rrf(rankings, weights, k=cfg.rrf_k)
     tracer.step("fusion_rrf", candidates_in=sum(len(v) for v in rankings.values()), candidates_out=len(fused),
                 k=cfg.rrf_k, weights=weights)

@@ -43,6 +43,9 @@ class TimeRange:
         matched_text: the first (leftmost) temporal expression as written, including its since/before word.
         granularity: ``day``, ``week``, ``weekend``, ``month``, ``year``, ``window``, ``open`` or ``span``.
         spans: ``(start, end)`` character offsets of every expression in the query (to strip them).
+        absolute: whether an expression names a calendar date that any reference time reads the same way
+            ("on 3 June, 2023", "two weeks before August 11, 2023"); ``False`` for relative words alone
+            ("recently", "last weekend", "in June").
     """
 
     date_from: datetime
@@ -50,6 +53,7 @@ class TimeRange:
     matched_text: str
     granularity: str = "day"
     spans: tuple[tuple[int, int], ...] = ()
+    absolute: bool = False
 
 
 _MONTHS = "january february march april may june july august september october november december".split()
@@ -287,4 +291,5 @@ def _parse(query: str, ref: datetime) -> TimeRange | None:
     grans = ["open" if k[5] else k[3][2] for k in kept]
     spans = tuple((k[0], k[6]) for k in kept)
     return TimeRange(lo.astimezone(timezone.utc), (hi - _US).astimezone(timezone.utc),
-                     query[spans[0][0]:spans[0][1]], grans[0] if len(grans) == 1 else "span", spans)
+                     query[spans[0][0]:spans[0][1]], grans[0] if len(grans) == 1 else "span", spans,
+                     any(k[4] for k in kept))
