@@ -72,6 +72,25 @@ def test_delete_message_and_delete_last_return_the_removed_message_and_keep_orde
     assert store.get_keys() == ["k"]  # an emptied key still exists, as in SimpleChatStore
 
 
+async def test_bad_positions_and_unstorable_messages_are_typed_errors_that_change_nothing(store):
+    from agentbase import ValidationError
+
+    store.set_messages("k", [user("a"), user("b")])
+    for bad in (1.0, "0", None):
+        with pytest.raises(TypeError, match="idx must be an integer list position"):
+            store.delete_message("k", bad)
+    with pytest.raises(TypeError, match="idx must be an integer list position"):
+        store.add_message("k", user("c"), idx=0.5)
+    with pytest.raises(ValidationError, match="cannot be stored as JSON"):
+        store.add_message("k", ChatMessage(role="user", content="d", additional_kwargs={"x": object()}))
+    db_store = AgentBaseDBChatStore(store.db)
+    with pytest.raises(TypeError, match="idx must be an integer list position"):
+        await db_store.delete_message("k", 1.5)
+    assert texts(store.get_messages("k")) == ["a", "b"]
+    store.add_message("k", user("c"), idx=True)  # list.insert reads True as 1, and so does the store
+    assert texts(store.get_messages("k")) == ["a", "c", "b"]
+
+
 async def test_async_twins_match_the_sync_methods(store):
     await store.aset_messages("a", [user("x"), user("y")])
     await store.async_add_message("a", user("z"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import random
 from typing import Any, Awaitable, Callable, List, Optional, TypeVar
 
@@ -30,6 +31,7 @@ try:
     from llama_index.core.bridge.pydantic import PrivateAttr
     from llama_index.core.storage.chat_store.base import BaseChatStore
     from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
+    from pydantic_core import PydanticSerializationError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("llama-index-core", "llama-index") from exc
 
@@ -51,6 +53,15 @@ def _usable_id(value: Any) -> str | None:
     return None
 
 
+def _position(idx: Any) -> int:
+    """A list position as ``list`` reads it (``operator.index``: ints and bools; ``1.0`` or ``"0"`` is a
+    ``TypeError`` naming ``idx``)."""
+    try:
+        return operator.index(idx)
+    except TypeError:
+        raise TypeError(f"idx must be an integer list position, got {type(idx).__name__}") from None
+
+
 def message_to_row(message: ChatMessage, status: str | None = None) -> dict[str, Any]:
     """Convert a ``ChatMessage`` to an AgentBase message dict.
 
@@ -68,7 +79,10 @@ def message_to_row(message: ChatMessage, status: str | None = None) -> dict[str,
               "function": {"name": b.tool_name, "arguments": b.tool_kwargs if isinstance(b.tool_kwargs, str)
                            else json.dumps(b.tool_kwargs)}}
              for b in message.blocks if isinstance(b, ToolCallBlock)]
-    dumped = message.model_dump(mode="json")
+    try:
+        dumped = message.model_dump(mode="json")
+    except PydanticSerializationError as exc:  # a value in additional_kwargs JSON cannot hold
+        raise ValidationError(f"message cannot be stored as JSON: {exc}") from None
     if not calls and isinstance(dumped["additional_kwargs"].get("tool_calls"), list):
         calls = [c for c in dumped["additional_kwargs"]["tool_calls"] if isinstance(c, dict)]
     metadata: dict[str, Any] = {METADATA_KEY: dumped}
@@ -213,6 +227,7 @@ class _SessionsMixin:
         """Delete and return the message at list position ``idx`` (among ``status`` messages if given), or None
         if there is none. Of callers popping at once, each gets a different message: a target another caller
         deleted first is picked again."""
+        idx = _position(idx)
         for _ in range(_TRIES):
             target = await self._pick(key, idx, status)
             if target is None:
@@ -316,6 +331,7 @@ class AgentBaseChatStore(_SessionsMixin, BaseChatStore):
         if idx is None:
             await self._append(key, [row])
             return
+        idx = _position(idx)
         # Read-modify-write guarded by the ids read: a message another store (or process) appended
         # meanwhile makes the replace raise ConflictError instead of deleting it; the insert is redone.
         await self._retry(lambda: self._insert_at(key, idx, row))
