@@ -310,15 +310,17 @@ class Mem0System:
     """
 
     def __init__(self, embedder: Any, max_chars: int, cache: EmbeddingCache | None, workdir: Path):
+        # mem0 reads MEM0_TELEMETRY (and MEM0_DIR) once, when it is first imported: set both before that, or it
+        # tries to send usage events over the network.
+        os.environ["MEM0_TELEMETRY"] = "False"
+        self.root = Path(tempfile.mkdtemp(prefix="mem0-", dir=workdir))
+        os.environ.setdefault("MEM0_DIR", str(self.root / "mem0dir"))
         try:
             import mem0  # noqa: F401 - not an extra of this project: the comparison pins mem0's own versions
         except ImportError:
             raise SystemExit("--compare runs mem0 OSS, which is not installed: pip install -r "
                              "compat_tests/mem0/requirements.txt (the versions the compatibility suite pins), "
                              "or pass --no-mem0") from None
-        self.root = Path(tempfile.mkdtemp(prefix="mem0-", dir=workdir))
-        os.environ["MEM0_TELEMETRY"] = "False"
-        os.environ.setdefault("MEM0_DIR", str(self.root / "mem0dir"))
         self.shimmed = _install_langchain_shim()
         import mem0.utils.spacy_models as spacy_models
 
