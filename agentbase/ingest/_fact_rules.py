@@ -71,6 +71,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "have", "own", "bought", "purchased", "got", "received", "adopted", "inherited", "picked", "ordered",
         "acquired", "rescued",
     ),
+    "habit": ("play", "practi", "speak", "drive"),
     "have_been": ("have been",),
     "event": ("i ",),
     "my_is": ("my ",),
@@ -93,9 +94,10 @@ _PATTERNS: list[tuple[str, str]] = [
      r"(?![\w%$.,/:-]| ?(?:minutes|hours|days|weeks|months|times|pounds|lbs|kg|km|miles|feet|ft|cm"
      r"|percent|%))"
      rf"|{I_SUBJ} (?:just )?turned (\d{{1,3}})\b"),
-    ("residence",
-     rf"{I_SUBJ}{ADV} (?:live|reside) (?:in|at|near|on) (.+)"
-     rf"|{I_SUBJ} am (?:currently |now |still )?(?:living|based|located|settled) (?:in|at|near|out of) (.+)"),
+    ("residence",  # "we" is the user's household ("We live in Austin"), as for a move
+     rf"{WE_SUBJ}{ADV} (?:live|reside) (?:in|at|near|on) (.+)"
+     rf"|(?:{I_SUBJ} am|{WE_SUBJ} are) (?:currently |now |still )?(?:living|based|located|settled) "
+     r"(?:in|at|near|out of) (.+)"),
     ("moved",
      rf"{WE_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) "
      r"(?:back )?(?:from (?:[\w'.-]+ ){1,4}?)?(?:to|into) (.+)"),
@@ -148,6 +150,8 @@ _PATTERNS: list[tuple[str, str]] = [
      r"(plan to|plan on|intend to|hope to|want to|would like to|would love to|will|aim to|have decided to"
      r"|decided to|have been meaning to|need to|have to) (.+)"),
     ("plan_progressive", rf"{I_SUBJ} am(?: also| actually| just| finally)? (\w+ing) (.+)"),
+    # a habit in the present tense: "I play guitar", "I speak Spanish", "I drive a Tesla", "I practice yoga"
+    ("habit", rf"{I_SUBJ}{ADV} (play|practice|practise|speak|drive) (.+)"),
     ("possession",
      rf"{I_SUBJ}(?: also| just| recently| finally| already| actually| now| still| currently)* "
      r"(have got|have|own|bought|purchased|got|received|adopted|inherited|picked up|ordered|acquired"
@@ -173,6 +177,13 @@ WANT_BLOCK = frozenset(
     point follow add write create build implement code fix debug convert generate compute calculate get find
     verify be try let keep look give take use run print change update explain""".split()
 )
+# First words after a habit verb that make it no habit ("I play it safe", "I speak to my manager", "I drive to
+# work", "I practice what I preach"), and head nouns that do ("I play a big part / role in it").
+HABIT_BLOCK = frozenset(
+    """it along around with to about up out for on back home there here down into through by what some this
+    that them him her me you us favorites""".split()
+)
+HABIT_OBJECT_BLOCK = frozenset("part role game card cards trick tricks joke jokes favorite".split())
 HAVE_BLOCK = frozenset(
     """question questions problem problems issue issues idea ideas doubt doubts concern concerns feeling
     suggestion suggestions request favor chance time trouble difficulty fun clarification thought thoughts

@@ -57,7 +57,7 @@ class _Hit:
         if self.phrase and self.phrase.lower() not in seg.lower():
             seg = f"{seg} {self.phrase}"
         if seg[:3] in ("We ", "we "):  # a household statement ("We moved to Austin") is the user's too
-            seg = "I " + seg[3:]
+            seg = ("I am " + seg[7:]) if seg[3:7] == "are " else "I " + seg[3:]
         return third_person(seg, self.subject)
 
 
@@ -189,6 +189,19 @@ def _have_been(h: _Hit) -> FactTuple | None:
     return (h.sentence(value), "event", None, value, 0.75, h.when)
 
 
+def _habit(h: _Hit) -> FactTuple | None:
+    verb, raw = h.groups[0].lower(), h.groups[1]
+    first = raw.split()[0].lower().strip(".,!?;:") if raw.split() else ""
+    if first in R.HABIT_BLOCK or R.BACKGROUND.search(h.clause[:h.m.start()]):
+        return None
+    if verb == "drive" and not re.match(r"(?:a|an|my|the|our|\d+)\b|[A-Z]", raw):
+        return None  # "I drive results", "I drive more traffic to the site": a vehicle has an article or a name
+    value = trim_value(raw, max_words=6)
+    if not value or head_noun(value) in R.HABIT_OBJECT_BLOCK:
+        return None
+    return (h.sentence(value), "profile", None, value, 0.7, h.when)
+
+
 def _event(h: _Hit) -> FactTuple | None:
     adverbs, verb, raw = h.groups if len(h.groups) == 3 else ("", *h.groups)
     low = verb.lower()
@@ -250,6 +263,7 @@ _HANDLERS: dict[str, Callable[[_Hit], FactTuple | None]] = {
     "be_preference": _preference,
     **{n: partial(_plan, name=n) for n in ("plan", "plan_verb", "plan_progressive")},
     "possession": _possession,
+    "habit": _habit,
     "have_been": _have_been,
     "event": _event,
     "my_is": _my_is,

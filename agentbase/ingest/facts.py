@@ -116,7 +116,7 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
             found = [Fact(t, c, k, v, conf, w) for t, c, k, v, conf, w in chinese_facts(sentence, zh_subject)]
         elif R.FIRST_PERSON.search(sentence):
             found = []
-            for whole in R.CLAUSE.split(expand_contractions(sentence)):
+            for whole in _asserted_clauses(expand_contractions(sentence)):
                 for clause, hit in _clause_facts(whole.strip(), subject):
                     if hit is not None and not clause.endswith("?"):
                         found.append(Fact(*hit))  # type: ignore[arg-type]
@@ -133,6 +133,24 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
 
 
 _extract_cached = lru_cache(maxsize=512)(_extract)
+
+def _asserted_clauses(sentence: str) -> list[str]:
+    """The sentence's clauses (split at :data:`~._fact_rules.CLAUSE`) without those a punctuation-separated frame
+    before them reports or supposes: "According to my mom, I ...", "Tom said: I ...", "If I move, I ...". A
+    conjunction ends the frame ("..., probably because I went to bed early" asserts the going to bed)."""
+    out: list[str] = []
+    start, framed = 0, False
+    for m in R.CLAUSE.finditer(sentence):
+        piece = sentence[start:m.start()]
+        if not framed:
+            out.append(piece)
+        framed = not re.search(r"[a-z]", m.group()) and bool(
+            R.NOT_ASSERTED.search(piece) or R.HYPOTHETICAL.search(piece))
+        start = m.end()
+    if not framed:
+        out.append(sentence[start:])
+    return out
+
 
 _AND = re.compile(r",?\s+and\s+")
 _ALSO = re.compile(r"^(?:also|even|now|still)\s+", re.IGNORECASE)
@@ -161,6 +179,8 @@ def _clause_facts(clause: str, subject: str) -> list[tuple[str, FactTuple | None
     candidates = [f"I {tail}"] + ([f"I am {tail}"] if clause.startswith("I am ") else [])
     for candidate in candidates:
         second = english_fact(candidate, subject)
+        if second is not None and first[1] == "plan" and second[1] == "profile" and second[2] is None:
+            break  # "I'm going to work on my form and practice regularly": a planned habit, not a habit
         if second is not None:
             return [(head, first), (candidate, second)]
     return [(clause, whole)]
