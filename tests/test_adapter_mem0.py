@@ -389,3 +389,17 @@ def test_what_an_add_killed_midway_left_is_not_read(m, db):
     assert shown == {"User likes sailing", "User's dog is Rex"}
     found = {r["memory"] for r in m.search("sailing", user_id="u")["results"]}
     assert found and not any(t.startswith(("I like", "Topics")) for t in found)
+
+
+def test_mem0_names_switch_with_one_import_line(tmp_path, monkeypatch):
+    """``from agentbase.adapters.mem0 import Memory`` replaces ``from mem0 import Memory`` (a new-user helper
+    looked for it): ``Memory()`` opens ./agentbase.db in the working folder, ``Memory.from_config`` as mem0's."""
+    from agentbase.adapters.mem0 import AsyncMemory, Memory
+
+    assert Memory is Mem0Adapter and AsyncMemory is AsyncMem0Adapter
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTBASE_EMBEDDER__PROVIDER", "hash")
+    with Memory() as m:
+        m.add("I like pizza", user_id="alice", infer=False)
+        assert m.get_all(user_id="alice")["results"][0]["memory"] == "I like pizza"
+    assert (tmp_path / "agentbase.db").is_file()

@@ -42,7 +42,7 @@ from ._mem0_rules import (_SCOPE_PREFIX, _UNSET, ValidationError, _check_search_
                           _leftover, _match, _messages, _norm_expiration, _payload, _split_filters, _strip_identity, _trim_id,
                           _usable, _valid_memory_id, mem0_validation_error)
 
-__all__ = ["AsyncMem0Adapter", "Mem0Adapter", "ValidationError", "mem0_validation_error"]
+__all__ = ["AsyncMem0Adapter", "AsyncMemory", "Mem0Adapter", "Memory", "ValidationError", "mem0_validation_error"]
 
 log = logging.getLogger(__name__)
 
@@ -636,3 +636,8 @@ def _bind(name: str) -> None:
 
 for _name in _API:
     _bind(_name)
+
+# mem0's own names, so switching is one import line: ``from agentbase.adapters.mem0 import Memory`` in place of
+# ``from mem0 import Memory`` (``Memory()`` opens ./agentbase.db; ``Memory.from_config({...})`` as in mem0).
+Memory = Mem0Adapter
+AsyncMemory = AsyncMem0Adapter
