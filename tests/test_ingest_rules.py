@@ -505,6 +505,26 @@ def test_habits_and_household_residence(text, facts):
     assert [f.text for f in extract_facts(text)] == facts
 
 
+@pytest.mark.parametrize(("text", "key", "fact"), [
+    ("I play guitar.", "habit:play:guitar", "User plays guitar"),
+    ("I play the guitar on weekends.", "habit:play:guitar", "User plays the guitar on weekends"),
+    ("I don't play guitar anymore.", "habit:play:guitar", "User no longer plays guitar"),
+    ("I don't play guitar.", "habit:play:guitar", "User does not play guitar"),
+    ("I quit playing chess.", "habit:play:chess", "User no longer plays chess"),
+    ("I drive a Tesla.", "vehicle", "User drives a Tesla"),
+    ("Now I drive a Honda.", "vehicle", "User drives a Honda"),
+    ("I don't drive anymore.", "vehicle", "User no longer drives"),
+    ("I don't drive a Tesla.", None, None),  # says nothing of the car the user drives
+    ("I never practice yoga.", None, None),
+    ("I don't speak to him anymore.", None, None),
+])
+def test_a_habit_and_its_end_share_a_key(text, key, fact):
+    """"I don't play guitar anymore" left "User plays guitar" live (a new-user helper): the end of a habit now has
+    the habit's key, so it supersedes it."""
+    facts = extract_facts(text)
+    assert [(f.subject_key, f.text) for f in facts] == ([(key, fact)] if fact else [])
+
+
 @pytest.mark.parametrize(("text", "facts"), [
     ("I'm planning a trip to Japan in October.", ["User is planning a trip to Japan in October"]),
     ("I am planning my wedding for June.", ["User is planning their wedding for June"]),

@@ -72,6 +72,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "acquired", "rescued",
     ),
     "habit": ("play", "practi", "speak", "drive"),
+    "habit_stop": ("play", "practi", "speak", "driv"),
     "have_been": ("have been",),
     "event": ("i ",),
     "my_is": ("my ",),
@@ -150,6 +151,13 @@ _PATTERNS: list[tuple[str, str]] = [
      r"(plan to|plan on|intend to|hope to|want to|would like to|would love to|will|aim to|have decided to"
      r"|decided to|have been meaning to|need to|have to) (.+)"),
     ("plan_progressive", rf"{I_SUBJ} am(?: also| actually| just| finally)? (\w+ing) (.+)"),
+    # a habit that ended ("I don't play guitar anymore", "I no longer drive", "I quit playing chess"): keyed like
+    # the habit, so it replaces it
+    ("habit_stop",
+     rf"{I_SUBJ}(?: do not| no longer)(?: really)? (play|practi[cs]e|speak|drive)"
+     r"(?: (.+?))?(?:\s*(?:any ?more|these days|now))?\s*[.!]?$"
+     rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)? (?:stopped|quit|gave up) (playing|practi[cs]ing|speaking"
+     r"|driving)(?: (.+?))?\s*[.!]?$"),
     # a habit in the present tense: "I play guitar", "I speak Spanish", "I drive a Tesla", "I practice yoga"
     ("habit", rf"{I_SUBJ}{ADV} (play|practice|practise|speak|drive) (.+)"),
     ("possession",

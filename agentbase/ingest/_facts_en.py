@@ -189,8 +189,21 @@ def _have_been(h: _Hit) -> FactTuple | None:
     return (h.sentence(value), "event", None, value, 0.75, h.when)
 
 
+_HABIT_VERB = {"play": "play", "playing": "play", "practice": "practice", "practise": "practice",
+               "practicing": "practice", "practising": "practice", "speak": "speak", "speaking": "speak",
+               "drive": "drive", "driving": "drive"}
+_HABIT_TAIL = re.compile(r"\s+(?:every|each|once|twice|daily|weekly|a lot|sometimes|often|regularly|on|at|in|with"
+                         r"|for)\b.*$", re.IGNORECASE)
+
+
+def _habit_key(verb: str, value: str) -> str:
+    """The key a habit and its end share: one car at a time ("vehicle"), else the verb and the object's head noun
+    ("habit:play:guitar" for "guitar", "the guitar" and "guitar on weekends")."""
+    return "vehicle" if verb == "drive" else f"habit:{verb}:{head_noun(_HABIT_TAIL.sub('', value)) or value.lower()}"
+
+
 def _habit(h: _Hit) -> FactTuple | None:
-    verb, raw = h.groups[0].lower(), h.groups[1]
+    verb, raw = _HABIT_VERB[h.groups[0].lower()], h.groups[1]
     first = raw.split()[0].lower().strip(".,!?;:") if raw.split() else ""
     if first in R.HABIT_BLOCK or R.BACKGROUND.search(h.clause[:h.m.start()]):
         return None
@@ -199,7 +212,22 @@ def _habit(h: _Hit) -> FactTuple | None:
     value = trim_value(raw, max_words=6)
     if not value or head_noun(value) in R.HABIT_OBJECT_BLOCK:
         return None
-    return (h.sentence(value), "profile", None, value, 0.7, h.when)
+    return (h.sentence(value), "profile", _habit_key(verb, value), value, 0.7, h.when)
+
+
+def _habit_stop(h: _Hit) -> FactTuple | None:
+    g = [x for x in h.groups if x is not None]
+    verb, raw = _HABIT_VERB[g[0].lower()], (g[1] if len(g) > 1 else "")
+    raw = re.sub(r"\s*\b(?:any ?more|these days|now)\W*$", "", raw, flags=re.IGNORECASE)
+    value = (trim_value(raw, max_words=6) or "") if raw else ""
+    if verb == "drive" and value:
+        return None  # "I do not drive a Tesla" says nothing of the car the user drives
+    if (not value and verb != "drive") or (value and value.split()[0].lower() in R.HABIT_BLOCK):
+        return None  # "I do not play", "I do not speak to him"
+    ended = re.search(r"\b(?:no longer|any ?more|stopped|quit|gave up)\b", h.m.group(0), re.IGNORECASE)
+    said = f"no longer {verb}s" if ended else f"does not {verb}"
+    thing = f" {value}" if value else ""
+    return (f"{h.subject} {said}{thing}", "profile", _habit_key(verb, value), "no", 0.7, h.when)
 
 
 def _event(h: _Hit) -> FactTuple | None:
@@ -264,6 +292,7 @@ _HANDLERS: dict[str, Callable[[_Hit], FactTuple | None]] = {
     **{n: partial(_plan, name=n) for n in ("plan", "plan_verb", "plan_progressive")},
     "possession": _possession,
     "habit": _habit,
+    "habit_stop": _habit_stop,
     "have_been": _have_been,
     "event": _event,
     "my_is": _my_is,

@@ -179,7 +179,7 @@ def _clause_facts(clause: str, subject: str) -> list[tuple[str, FactTuple | None
     candidates = [f"I {tail}"] + ([f"I am {tail}"] if clause.startswith("I am ") else [])
     for candidate in candidates:
         second = english_fact(candidate, subject)
-        if second is not None and first[1] == "plan" and second[1] == "profile" and second[2] is None:
+        if second is not None and first[1] == "plan" and (second[2] or "").startswith(("habit:", "vehicle")):
             break  # "I'm going to work on my form and practice regularly": a planned habit, not a habit
         if second is not None:
             return [(head, first), (candidate, second)]
