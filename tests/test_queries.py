@@ -101,11 +101,16 @@ async def test_temporal_leg_brings_turns_of_the_named_day(tmp_path):
     assert hits[0].entry.id == target.id
     trace = await db.get_trace(hits[0].trace_id)
     assert any(s.name == "candidates_temporal" and s.candidates_out == 1 for s in trace.steps)
-    # a relative word alone ("last week") does not run the leg: how far back it reaches is a guess
-    hits = await db.find("what volunteer thing did I do last week?", top_k=3, mode="fts",
-                         reference_time="2023-06-07T00:00:00Z")
-    trace = await db.get_trace(hits[0].trace_id)
-    assert not any(s.name == "candidates_temporal" for s in trace.steps)
+    # a relative word alone ("last week") does not run the leg: how far back it reaches is a guess; nor does an
+    # open or long range ("before 2023", "in 2021 and in 2023"); a bounded span does ("the week before June 10")
+    for query, runs in [("what volunteer thing did I do last week?", False),
+                        ("what volunteer thing did I do before 2023?", False),
+                        ("what volunteer thing did I do in 2021 and in 2023?", False),
+                        ("what volunteer thing did I do the week before June 10, 2023?", True)]:
+        hits = await db.find(query, top_k=3, mode="fts", reference_time="2023-06-07T00:00:00Z")
+        trace = await db.get_trace(hits[0].trace_id)
+        assert any(s.name == "candidates_temporal" for s in trace.steps) is runs, query
+        assert (hits[0].entry.id == target.id) is runs, query
     await db.close()
 
     settings.retrieval.weight_temporal = 0.0

@@ -150,11 +150,29 @@ def test_parse_time_range_never_raises_at_the_edges(query, ref):
 
 def test_parse_time_range_before_a_full_date_is_that_day():
     # "before August" must not swallow the day number: the bound is the day, not the month
-    tr = parse_time_range("What did John do the week before August 3, 2023?", REF)
+    tr = parse_time_range("What did John do before August 3, 2023?", REF)
     assert (tr.date_from, tr.date_to, tr.matched_text) == (day(1970, 1, 1), day(2023, 8, 3) - US,
                                                            "before August 3, 2023")
     assert parse_time_range("since June 5", REF).date_from == day(2022, 6, 5)
     assert parse_time_range("before August", REF).date_to == day(2022, 8, 1) - US  # a month alone still works
+
+
+@pytest.mark.parametrize(("query", "start", "end_exclusive", "granularity"), [
+    # a period N units from a date (was: everything before the date, or from it to the reference time)
+    ("What did John do the week before August 3, 2023?", day(2023, 7, 27), day(2023, 8, 3), "week"),
+    ("two weeks before June 17, 2023", day(2023, 6, 3), day(2023, 6, 10), "week"),
+    ("a day after June 2, 2023", day(2023, 6, 3), day(2023, 6, 4), "day"),
+    ("3 days after June 3, 2023", day(2023, 6, 6), day(2023, 6, 7), "day"),
+    ("a few days before June 10, 2023", day(2023, 6, 5), day(2023, 6, 9), "day"),  # "a few": 2 to 5
+    # a weekday written with its date is that day's name (was: from the Saturday before to the date, a span)
+    ("what did I do on Saturday, June 3, 2023?", day(2023, 6, 3), day(2023, 6, 4), "day"),
+    ("on Saturday, 3 June, 2023", day(2023, 6, 3), day(2023, 6, 4), "day"),
+    ("June 3, 2023 (Saturday)", day(2023, 6, 3), day(2023, 6, 4), "day"),
+])
+def test_parse_time_range_offsets_and_weekdays_of_a_named_date(query, start, end_exclusive, granularity):
+    tr = parse_time_range(query, REF)
+    assert (tr.date_from, tr.date_to, tr.granularity, tr.absolute) == (start, end_exclusive - US, granularity,
+                                                                       True)
 
 
 @pytest.mark.parametrize("query", [

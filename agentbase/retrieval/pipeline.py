@@ -15,7 +15,7 @@ import itertools
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..graph import graph_candidates
@@ -59,6 +59,9 @@ class FindParams:
 # of 1e-9 (ties stay ties, broken by rid); SQLite's round() formats each value as text and cost 50 % more.
 _BM25_SCALE = 1e9
 _BM25 = f"CAST(bm25(entries_fts) * {_BM25_SCALE:.0f} AS INTEGER)"
+
+
+TEMPORAL_LEG_MAX_SPAN = timedelta(days=366)  # longest date range the temporal legs search (a year)
 
 
 async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n: int,
@@ -239,12 +242,13 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         tracer.degrade_reason = degrade
 
     tr = analysis.time_range
-    if cfg.weight_temporal > 0 and tr is not None and tr.absolute and tr.granularity != "span" \
-            and p.mode in ("hybrid", "fts"):
-        # A calendar date the question names ("on 3 June, 2023", "the week before August 3, 2023") narrows a
-        # keyword leg and (with an embedder) a vector leg to that range, so turns of that day reach the candidates
-        # even when other days match better. Relative words alone ("recently", "last weekend") only re-weight
-        # (strategies): how far back they reach is a guess.
+    if cfg.weight_temporal > 0 and tr is not None and tr.absolute and p.mode in ("hybrid", "fts") \
+            and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN:
+        # A calendar date the question names ("on 3 June, 2023", "the week before August 3, 2023", "between May
+        # and June 2023") narrows a keyword leg and (with an embedder) a vector leg to that range, so turns of
+        # that day reach the candidates even when other days match better. Relative words alone ("recently",
+        # "last weekend") only re-weight (strategies): how far back they reach is a guess. An open or long range
+        # ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
         ranged = dataclasses.replace(p.filters, date_from=max(filter(None, (p.filters.date_from, tr.date_from))),
                                      date_to=min(filter(None, (p.filters.date_to, tr.date_to))))
         r_where, r_params = ranged.where("e")
@@ -279,7 +283,9 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
                              f"({','.join('?' * len(rids))})", rids)
     entries = {row[0]: EntryView(row) for row in rows}
-    max_rrf = max_rrf_score(weights, cfg.rrf_k, list(rankings))
+    # the scale: the legs that ran, but not a bonus leg (temporal, graph) that found nothing
+    max_rrf = max_rrf_score(weights, cfg.rrf_k, [leg for leg, ids in rankings.items()
+                                                 if ids or leg in ("fts", "vector")])
     cands: dict[int, dict[str, Any]] = {}
     for rid in rids:
         fs = fused[rid]

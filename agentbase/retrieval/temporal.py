@@ -194,6 +194,8 @@ _PATTERNS = [(re.compile(p, re.IGNORECASE), fn) for p, fn in [
 ]]
 _MOD_BEFORE = re.compile(r"\b(since|after|before|until|till|prior\s+to)\s+$", re.IGNORECASE)
 _MOD_HEAD = re.compile(r"(since|after|before|until|till)\b", re.IGNORECASE)
+# "the week before June 10, 2023", "two weeks before ...", "3 days after ...": a period that far from the date
+_OFFSET = re.compile(rf"\b(the|a|an|{_NUM})\s+{_UNIT}s?\s+(before|after|prior\s+to)\s+$", re.IGNORECASE)
 _MOD_ZH = re.compile(r"\s*(以来|之后|以后|之前|以前)")
 _MOD_KIND = {"以来": "since", "之后": "after", "以后": "after", "之前": "before", "以前": "before",
              "prior": "before", "till": "until"}
@@ -201,6 +203,19 @@ _MOD_KIND = {"以来": "since", "之后": "after", "以后": "after", "之前": 
 
 _FIRST = datetime(1, 1, 2, tzinfo=timezone.utc)  # the earliest open start (a day in, so any time zone can hold it)
 _SHIFT = timedelta(days=400)  # moves every relative expression (a day, week, month and year all differ)
+
+
+def _offset(m: re.Match, res):
+    """The period ``m`` ("two weeks before") names from a date's range ``res``: the unit that lies N units before
+    the date's start or after its end ("the week before June 10" is June 3-9, "3 days after June 3" June 6); a
+    fuzzy count spans its units ("a few days before June 10" is June 5-8)."""
+    if res is None:
+        return None
+    fewest, most = (1, 1) if m[1].lower() in ("the", "a", "an") else _count(m[1])  # "a few": 2 to 5
+    unit = m[2].lower()
+    if m[3].lower() == "after":
+        return _add(res[1], unit, fewest - 1), _add(res[1], unit, most), unit
+    return _add(res[0], unit, -most), _add(res[0], unit, 1 - fewest), unit
 
 
 def _evaluate(i: int, m: re.Match, ref: datetime):
@@ -255,6 +270,12 @@ def _parse(query: str, ref: datetime) -> TimeRange | None:
         if res is None:
             continue
         zh, head = _MOD_ZH.match(query, m.end()), _MOD_HEAD.match(m[0])
+        offset = None if zh or head else _OFFSET.search(query, max(0, start - 40), start)
+        if offset:  # a period N units from the date: a plain range, absolute when the date is
+            res, alt = _offset(offset, res), _offset(offset, _evaluate(i, m, other))
+            kept.append([offset.start(), i, m, res, res == alt, None, m.end()])
+            last_end = m.end()
+            continue
         pre = None if zh or head else _MOD_BEFORE.search(query, max(0, start - 12), start)
         mod = head or zh or pre
         kind = _MOD_KIND.get(w := mod[1].lower().split()[0], w) if mod else None
@@ -262,6 +283,12 @@ def _parse(query: str, ref: datetime) -> TimeRange | None:
         kept.append([pre.start() if pre else start, i, m, res, res == _evaluate(i, m, other), kind,
                      zh.end() if zh else m.end()])
         last_end = zh.end() if zh else m.end()
+    # A weekday written with the date it names ("on Saturday, June 3, 2023") is that day's name, not a day of
+    # its own.
+    days = [k for k in kept if k[4] and k[3][2] == "day"]
+    kept = [k for k in kept if k[4] or k[2][0].lower().removeprefix("on ").strip() not in _WD
+            or not any(re.fullmatch(r"[\s,(]{0,3}", query[a:b]) for d in days
+                       for a, b in ((k[6], d[0]), (d[6], k[0])) if a <= b)]
     # Relative words are read from the latest date the question names as a point or an end ("last weekend before
     # April 10, 2023" is the weekend before that day, "recently, as mentioned on 3 June, 2023" the days before
     # 3 June); a since/after date starts a period that runs to the reference time, so it anchors nothing.
