@@ -498,6 +498,10 @@ def test_a_framing_clause_before_punctuation_reports_what_follows(text, facts):
     ("We live in Austin.", ["User lives in Austin"]),
     ("We are based in Denver.", ["User is based in Denver"]),
     ("We live in a small apartment.", []),
+    ("I'm also learning Japanese.", ["User is also learning Japanese"]),  # was lost by mem0 infer=True
+    ("I'm studying International Business.", ["User is studying International Business"]),
+    ("I'm learning a lot from you.", []),
+    ("I'm still learning and want to improve.", []),
 ])
 def test_habits_and_household_residence(text, facts):
     """"I play guitar", "I drive a Tesla" and "We live in Austin" gave no fact (left in the previous round's

@@ -71,7 +71,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "have", "own", "bought", "purchased", "got", "received", "adopted", "inherited", "picked", "ordered",
         "acquired", "rescued",
     ),
-    "habit": ("play", "practi", "speak", "drive"),
+    "habit": ("play", "practi", "speak", "drive", "learning", "studying"),
     "habit_stop": ("play", "practi", "speak", "driv"),
     "have_been": ("have been",),
     "event": ("i ",),
@@ -159,7 +159,8 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"|{I_SUBJ}(?: have)?(?: just| recently| finally)? (?:stopped|quit|gave up) (playing|practi[cs]ing|speaking"
      r"|driving)(?: (.+?))?\s*[.!]?$"),
     # a habit in the present tense: "I play guitar", "I speak Spanish", "I drive a Tesla", "I practice yoga"
-    ("habit", rf"{I_SUBJ}{ADV} (play|practice|practise|speak|drive) (.+)"),
+    ("habit", rf"{I_SUBJ}{ADV} (play|practice|practise|speak|drive) (.+)"
+              rf"|{I_SUBJ} am(?: also| currently| now| still| actually| really)? (learning|studying) (.+)"),
     ("possession",
      rf"{I_SUBJ}(?: also| just| recently| finally| already| actually| now| still| currently)* "
      r"(have got|have|own|bought|purchased|got|received|adopted|inherited|picked up|ordered|acquired"

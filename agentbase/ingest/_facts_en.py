@@ -191,7 +191,7 @@ def _have_been(h: _Hit) -> FactTuple | None:
 
 _HABIT_VERB = {"play": "play", "playing": "play", "practice": "practice", "practise": "practice",
                "practicing": "practice", "practising": "practice", "speak": "speak", "speaking": "speak",
-               "drive": "drive", "driving": "drive"}
+               "drive": "drive", "driving": "drive", "learning": "learn", "studying": "study"}
 _HABIT_TAIL = re.compile(r"\s+(?:every|each|once|twice|daily|weekly|a lot|sometimes|often|regularly|on|at|in|with"
                          r"|for)\b.*$", re.IGNORECASE)
 
@@ -203,10 +203,14 @@ def _habit_key(verb: str, value: str) -> str:
 
 
 def _habit(h: _Hit) -> FactTuple | None:
-    verb, raw = _HABIT_VERB[h.groups[0].lower()], h.groups[1]
+    said, raw = [g for g in h.groups if g is not None][:2]
+    verb = _HABIT_VERB[said.lower()]
     first = raw.split()[0].lower().strip(".,!?;:") if raw.split() else ""
     if first in R.HABIT_BLOCK or R.BACKGROUND.search(h.clause[:h.m.start()]):
         return None
+    if verb in ("learn", "study") and re.match(r"(?:a lot|a ton|lots|so much|much|more|how|that|and|but|something|things|stuff"
+                                             r"|a thing|anything)\b", raw, re.IGNORECASE):
+        return None  # "I'm learning a lot from you", "I'm learning how it works"
     if verb == "drive" and not re.match(r"(?:a|an|my|the|our|\d+)\b|[A-Z]", raw):
         return None  # "I drive results", "I drive more traffic to the site": a vehicle has an article or a name
     value = trim_value(raw, max_words=6)
