@@ -97,8 +97,8 @@ _PATTERNS: list[tuple[str, str]] = [
      rf"|{I_SUBJ} (?:just )?turned (\d{{1,3}})\b"),
     ("residence",  # "we" is the user's household ("We live in Austin"), as for a move
      rf"{WE_SUBJ}{ADV} (?:live|reside) (?:in|at|near|on) (.+)"
-     rf"|(?:{I_SUBJ} am|{WE_SUBJ} are) (?:currently |now |still )?(?:living|based|located|settled) "
-     r"(?:in|at|near|out of) (.+)"),
+     rf"|{I_SUBJ} am (?:currently |now |still )?(?:living|based|located|settled) (?:in|at|near|out of) (.+)"
+     rf"|{WE_SUBJ} are (?:currently |now |still )?living (?:in|at|near) (.+)"),  # "we are based in": a company
     ("moved",
      rf"{WE_SUBJ}(?: have)?(?: just| recently| finally| actually)? (?:moved|relocated) "
      r"(?:back )?(?:from (?:[\w'.-]+ ){1,4}?)?(?:to|into) (.+)"),
@@ -192,7 +192,16 @@ HABIT_BLOCK = frozenset(
     """it along around with to about up out for on back home there here down into through by what some this
     that them him her me you us favorites""".split()
 )
-HABIT_OBJECT_BLOCK = frozenset("part role game card cards trick tricks joke jokes favorite".split())
+HABIT_OBJECT_BLOCK = frozenset("part role card cards trick tricks joke jokes favorite".split())
+# What "I drive ..." must name to be the user's car: a vehicle word, or a brand (a capitalised word first)
+VEHICLES = frozenset(
+    """car cars truck van suv minivan sedan hatchback coupe convertible pickup jeep motorcycle motorbike scooter
+    moped camper rv wagon hybrid ev""".split()
+)
+# A request that quotes a sentence before a colon: "Translate to French: I live in Berlin"
+REQUEST_FRAME = re.compile(
+    r"^\s*(?:please\s+|can you\s+|could you\s+)?(?:translate|repeat|rewrite|paraphrase|correct|proofread|fix"
+    r"|write|say|summari[sz]e|example|e\.g\.|for example|sample|quote)\b", re.I)
 HAVE_BLOCK = frozenset(
     """question questions problem problems issue issues idea ideas doubt doubts concern concerns feeling
     suggestion suggestions request favor chance time trouble difficulty fun clarification thought thoughts

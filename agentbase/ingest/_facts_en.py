@@ -196,10 +196,28 @@ _HABIT_TAIL = re.compile(r"\s+(?:every|each|once|twice|daily|weekly|a lot|someti
                          r"|for)\b.*$", re.IGNORECASE)
 
 
+_DETERMINERS = frozenset("a an the my our his her their some this that these those".split())
+
+
+def _content_words(value: str) -> list[str]:
+    return [w for w in re.findall(r"[\w'-]+", value) if w.lower() not in _DETERMINERS]
+
+
 def _habit_key(verb: str, value: str) -> str:
-    """The key a habit and its end share: one car at a time ("vehicle"), else the verb and the object's head noun
-    ("habit:play:guitar" for "guitar", "the guitar" and "guitar on weekends")."""
-    return "vehicle" if verb == "drive" else f"habit:{verb}:{head_noun(_HABIT_TAIL.sub('', value)) or value.lower()}"
+    """The key a habit and its end share: one car at a time ("vehicle"), else the verb and the object's first
+    word ("habit:play:guitar" for "guitar", "the guitar my dad gave me", "guitar on weekends"; "habit:speak:english"
+    for "English well"; "acoustic guitar" and "electric guitar" stay two habits)."""
+    if verb == "drive":
+        return "vehicle"
+    words = _content_words(value)
+    return f"habit:{verb}:{(words[0].lower() if words else value.lower())[:40]}"
+
+
+def _names_vehicle(value: str) -> bool:
+    """Whether "I drive <value>" names a car: a vehicle word among its first words, or a brand ("a 2015 Ford
+    Mustang", "a Tesla"), not "my kids to school", "a lot", "a hard bargain", "40 miles to work"."""
+    words = [w for w in _content_words(value) if not re.fullmatch(r"(?:19|20)\d\d", w)][:4]
+    return bool(words) and (words[0][0].isupper() or any(w.lower().rstrip("s") in R.VEHICLES for w in words))
 
 
 def _habit(h: _Hit) -> FactTuple | None:
@@ -211,12 +229,16 @@ def _habit(h: _Hit) -> FactTuple | None:
     if verb in ("learn", "study") and re.match(r"(?:a lot|a ton|lots|so much|much|more|how|that|and|but|something|things|stuff"
                                              r"|a thing|anything)\b", raw, re.IGNORECASE):
         return None  # "I'm learning a lot from you", "I'm learning how it works"
-    if verb == "drive" and not re.match(r"(?:a|an|my|the|our|\d+)\b|[A-Z]", raw):
-        return None  # "I drive results", "I drive more traffic to the site": a vehicle has an article or a name
     value = trim_value(raw, max_words=6)
     if not value or head_noun(value) in R.HABIT_OBJECT_BLOCK:
         return None
-    return (h.sentence(value), "profile", _habit_key(verb, value), value, 0.7, h.when)
+    key: str | None = _habit_key(verb, value)
+    if verb == "drive":
+        if h.when or not _names_vehicle(value):
+            return None  # "I drive my kids to school", "I drive a lot", "Tomorrow I drive a Porsche at the track"
+        if re.search(r"\balso\b", h.m.group(0), re.IGNORECASE):
+            key = None  # "I also drive a Ford truck for work": a second car, not a new one
+    return (h.sentence(value), "profile", key, value, 0.7, h.when)
 
 
 def _habit_stop(h: _Hit) -> FactTuple | None:
@@ -224,14 +246,17 @@ def _habit_stop(h: _Hit) -> FactTuple | None:
     verb, raw = _HABIT_VERB[g[0].lower()], (g[1] if len(g) > 1 else "")
     raw = re.sub(r"\s*\b(?:any ?more|these days|now)\W*$", "", raw, flags=re.IGNORECASE)
     value = (trim_value(raw, max_words=6) or "") if raw else ""
-    if verb == "drive" and value:
+    ended = re.search(r"\b(?:no longer|any ?more|stopped|quit|gave up)\b", h.m.group(0), re.IGNORECASE)
+    if verb == "drive" and value and not (ended and _names_vehicle(value)):
         return None  # "I do not drive a Tesla" says nothing of the car the user drives
     if (not value and verb != "drive") or (value and value.split()[0].lower() in R.HABIT_BLOCK):
         return None  # "I do not play", "I do not speak to him"
-    ended = re.search(r"\b(?:no longer|any ?more|stopped|quit|gave up)\b", h.m.group(0), re.IGNORECASE)
     said = f"no longer {verb}s" if ended else f"does not {verb}"
     thing = f" {value}" if value else ""
-    return (f"{h.subject} {said}{thing}", "profile", _habit_key(verb, value), "no", 0.7, h.when)
+    # a plain "does not" with more than the object ("I don't speak Spanish at work") ends no habit
+    narrow = not ended and (len(_content_words(value)) > 2 or _HABIT_TAIL.search(value))
+    return (f"{h.subject} {said}{thing}", "profile", None if narrow else _habit_key(verb, value), "no", 0.7,
+            h.when)
 
 
 def _event(h: _Hit) -> FactTuple | None:

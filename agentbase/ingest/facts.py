@@ -109,7 +109,7 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
     zh_subject = "用户" if subject == "User" else subject
     facts: list[Fact] = []
     seen: set[str] = set()
-    for sentence in split_sentences(clean_text(text[:max_chars], drop_code=True)):
+    for sentence in split_sentences(_QUOTED.sub(" ", clean_text(text[:max_chars], drop_code=True))):
         if sentence.endswith(("?", "？")):
             continue
         if has_cjk(sentence) and "我" in sentence:
@@ -134,14 +134,22 @@ def _extract(text: str, subject: str, max_chars: int) -> tuple[Fact, ...]:
 
 _extract_cached = lru_cache(maxsize=512)(_extract)
 
+# A quoted first-person sentence is someone's words, or text to work on ('Translate "I live in Berlin"', 'He told
+# me "I drive a Tesla"'), not the user's statement; other quotes (titles: 'I just read "Dune"') stay.
+_QUOTED = re.compile(r"[\"“](?:I|I'm|I’m|We|My|Me)\b[^\"”\n]{0,2000}[\"”]")
+
+
 def _asserted_clauses(sentence: str) -> list[str]:
     """The sentence's clauses (split at :data:`~._fact_rules.CLAUSE`) without those a punctuation-separated frame
     before them reports or supposes: "According to my mom, I ...", "Tom said: I ...", "If I move, I ...". A
-    conjunction ends the frame ("..., probably because I went to bed early" asserts the going to bed)."""
+    conjunction ends the frame ("..., probably because I went to bed early" asserts the going to bed); a request
+    before a colon ("Translate to French: ...") covers the rest of the sentence."""
     out: list[str] = []
     start, framed = 0, False
     for m in R.CLAUSE.finditer(sentence):
         piece = sentence[start:m.start()]
+        if ":" in m.group() and R.REQUEST_FRAME.match(piece):
+            return out  # "Translate to French: I speak Spanish and I live in Berlin": the rest is the text to work on
         if not framed:
             out.append(piece)
         framed = not re.search(r"[a-z]", m.group()) and bool(
