@@ -196,6 +196,8 @@ _HABIT_TAIL = re.compile(r"\s+(?:every|each|once|twice|daily|weekly|a lot|someti
                          r"|for)\b.*$", re.IGNORECASE)
 
 
+_NOT_A_SUBJECT = re.compile(r"(?:a lot|a ton|lots|so much|much|more|how|that|and|but|something|things|stuff"
+                            r"|a thing|anything)\b", re.IGNORECASE)  # after "I'm learning / studying"
 _DETERMINERS = frozenset("a an the my our his her their some this that these those".split())
 
 
@@ -226,8 +228,7 @@ def _habit(h: _Hit) -> FactTuple | None:
     first = raw.split()[0].lower().strip(".,!?;:") if raw.split() else ""
     if first in R.HABIT_BLOCK or R.BACKGROUND.search(h.clause[:h.m.start()]):
         return None
-    if verb in ("learn", "study") and re.match(r"(?:a lot|a ton|lots|so much|much|more|how|that|and|but|something|things|stuff"
-                                             r"|a thing|anything)\b", raw, re.IGNORECASE):
+    if verb in ("learn", "study") and _NOT_A_SUBJECT.match(raw):
         return None  # "I'm learning a lot from you", "I'm learning how it works"
     value = trim_value(raw, max_words=6)
     if not value or head_noun(value) in R.HABIT_OBJECT_BLOCK:
