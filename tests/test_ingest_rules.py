@@ -489,6 +489,7 @@ def test_a_framing_clause_before_punctuation_reports_what_follows(text, facts):
     ('Translate "I live in Berlin" into German.', []),
     ("Please rewrite: I play guitar.", []),
     ("Update: I live in Berlin now.", ["User lives in Berlin"]),
+    ("I play guitar\u2028I drive a Tesla", ["User plays guitar", "User drives a Tesla"]),  # a line separator
 ])
 def test_quoted_or_requested_sentences_are_not_the_users_statements(text, facts):
     """A break-pass helper: quoted speech and text to translate became the user's facts."""

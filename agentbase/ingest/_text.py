@@ -15,7 +15,7 @@ _MD_PREFIX = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+•]\s+|\d+[.)]\s+)+", re.M)
 # Sentence ends: Latin [.!?] followed by space, CJK terminators anywhere, newlines.
 # A run of end marks is tried from its first mark only (the look-behind): tried from every mark, "!" x 20,000
 # with no space after took 4.9 s (quadratic; a helper's finding).
-_BREAK = re.compile(r"(?<![.!?…])[.!?…]+[\"'”’)\]]*(?=\s)|[。！？；]+[\"'”’」』）)]*|\n+")
+_BREAK = re.compile(r"(?<![.!?…])[.!?…]+[\"'”’)\]]*(?=\s)|[。！？；]+[\"'”’」』）)]*|[\n\u2028\u2029]+")
 _ABBREV = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e eg ie approx no fig al inc ltd co corp mt ft "
     "jan feb mar apr jun jul aug sep sept oct nov dec".split()
