@@ -334,17 +334,14 @@ store.close()
 """
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("how", ["last", "index1", "db_oldest"])
-def test_llama_index_pops_from_two_processes_hand_out_each_message_once(tmp_path, how):
-    """Two processes popping one key: every message is returned to exactly one of them and none is left
-    (a helper saw 13 of 120 returned to both while 16 stayed in the file)."""
+def _seed_pile(db: Path) -> dict[str, str]:
+    """Write the LlamaIndex key "pile" with messages m0..m119 into ``db`` (hash embedder, regex NER, as the child
+    processes run) and return the children's environment."""
     pytest.importorskip("llama_index.core")
     from llama_index.core.llms import ChatMessage
 
     from agentbase.adapters import AgentBaseChatStore
 
-    db = tmp_path / "pile.db"
     env = {**_env(), "AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
     os.environ.update({k: env[k] for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER")})
     try:
@@ -354,6 +351,16 @@ def test_llama_index_pops_from_two_processes_hand_out_each_message_once(tmp_path
     finally:
         for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER"):
             os.environ.pop(k, None)
+    return env
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["last", "index1", "db_oldest"])
+def test_llama_index_pops_from_two_processes_hand_out_each_message_once(tmp_path, how):
+    """Two processes popping one key: every message is returned to exactly one of them and none is left
+    (a helper saw 13 of 120 returned to both while 16 stayed in the file)."""
+    db = tmp_path / "pile.db"
+    env = _seed_pile(db)
     script = tmp_path / "popper.py"
     script.write_text(LLAMA_POPPER)
     procs = [subprocess.Popen([sys.executable, str(script), str(db), how], env=env, stdout=subprocess.PIPE,
@@ -432,21 +439,8 @@ asyncio.run(run())
 def test_llama_index_archive_and_delete_from_two_processes_take_each_message_once(tmp_path):
     """One process archives the oldest messages while another deletes them: a message was returned to both
     (archived, then deleted by a caller that had read it active; a README-only helper saw 14-41 of 200)."""
-    pytest.importorskip("llama_index.core")
-    from llama_index.core.llms import ChatMessage
-
-    from agentbase.adapters import AgentBaseChatStore
-
     db = tmp_path / "mixed.db"
-    env = {**_env(), "AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
-    os.environ.update({k: env[k] for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER")})
-    try:
-        store = AgentBaseChatStore(db_path=str(db))
-        store.set_messages("pile", [ChatMessage(role="user", content=f"m{i}") for i in range(120)])
-        store.close()
-    finally:
-        for k in ("AGENTBASE_EMBEDDER__PROVIDER", "AGENTBASE_NER"):
-            os.environ.pop(k, None)
+    env = _seed_pile(db)
     script = tmp_path / "archiver.py"
     script.write_text(LLAMA_ARCHIVER)
     procs = [subprocess.Popen([sys.executable, str(script), str(db), how], env=env, stdout=subprocess.PIPE,
