@@ -146,6 +146,26 @@ async def test_temporal_vector_leg_brings_a_turn_of_the_named_day_without_the_wo
     await db.close()
 
 
+async def test_temporal_legs_also_search_the_day_after_the_named_range(tmp_path):
+    """"Last week we went to a military memorial", told on August 3, answers "the week before August 3": the
+    legs search the named range and the day after it, not later days."""
+    from agentbase import AgentBase, load_settings
+
+    db = AgentBase(tmp_path / "lag.db", settings=load_settings(ner="regex"), embedder=None)
+    for i in range(150):  # better keyword matches on other days than the keyword leg's 100 candidates
+        await db.add_memory(f"kids kids kids playground number {i}", event_time=f"2023-06-{i % 28 + 1:02d}T10:00:00Z")
+    told_next_day = await db.add_memory("Last week we took the kids to a military memorial",
+                                        event_time="2023-08-03T18:00:00Z")
+    told_later = await db.add_memory("We took the kids to a memorial concert", event_time="2023-08-05T18:00:00Z")
+    hits = await db.find("What did John do the week before August 3, 2023 involving his kids?", top_k=3,
+                         mode="fts", reference_time="2023-09-01T00:00:00Z")
+    ids = [h.entry.id for h in hits]
+    assert ids[0] == told_next_day.id and told_later.id not in ids
+    step = next(s for s in (await db.get_trace(hits[0].trace_id)).steps if s.name == "candidates_temporal")
+    assert step.candidates_out == 1
+    await db.close()
+
+
 async def test_overlong_query_is_a_typed_error_and_the_limit_is_a_setting(db, seeded):
     from agentbase import ValidationError
 

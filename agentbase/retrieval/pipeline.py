@@ -62,6 +62,9 @@ _BM25 = f"CAST(bm25(entries_fts) * {_BM25_SCALE:.0f} AS INTEGER)"
 
 
 TEMPORAL_LEG_MAX_SPAN = timedelta(days=366)  # longest date range the temporal legs search (a year)
+# People tell of a day's events that evening or the next day ("Last week we went to a military memorial", said on
+# 3 August for "the week before August 3"), so the legs also search the day after the named range.
+TEMPORAL_LEG_REPORT_LAG = timedelta(days=1)
 
 
 async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n: int,
@@ -245,12 +248,13 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if cfg.weight_temporal > 0 and tr is not None and tr.absolute and p.mode in ("hybrid", "fts") \
             and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN:
         # A calendar date the question names ("on 3 June, 2023", "the week before August 3, 2023", "between May
-        # and June 2023") narrows a keyword leg and (with an embedder) a vector leg to that range, so turns of
-        # that day reach the candidates even when other days match better. Relative words alone ("recently",
+        # and June 2023") narrows a keyword leg and (with an embedder) a vector leg to that range and the day
+        # after it, so turns of that day reach the candidates even when other days match better. Relative words alone ("recently",
         # "last weekend") only re-weight (strategies): how far back they reach is a guess. An open or long range
         # ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
         ranged = dataclasses.replace(p.filters, date_from=max(filter(None, (p.filters.date_from, tr.date_from))),
-                                     date_to=min(filter(None, (p.filters.date_to, tr.date_to))))
+                                     date_to=min(filter(None, (p.filters.date_to,
+                                                               tr.date_to + TEMPORAL_LEG_REPORT_LAG))))
         r_where, r_params = ranged.where("e")
         in_range, _ = await _fts_leg(db, [full_match], r_where, r_params, n)
         rankings["temporal"] = [rid for rid, _ in in_range]
