@@ -96,6 +96,9 @@ class EmbedderSettings(_Section):
     # batch
     batch_size: int = Field(default=64, ge=1, le=4096)
     max_chars: int = Field(default=2000, ge=64)  # longer texts are chunked for embedding and their vectors averaged
+    # chunks embedded per text: a text's vector reads its first max_chars x max_chunks characters (32,000 by
+    # default; the keyword index keeps all of it), so one huge memory cannot hold the embedder for minutes
+    max_chunks: int = Field(default=16, ge=1, le=100_000)
 
 
 class IngestSettings(_Section):

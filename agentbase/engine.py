@@ -237,6 +237,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 else None
                 self.worker = EmbeddingWorker(db, self.embedder, batch_size=self.settings.embedder.batch_size,
                                               max_chars=self.settings.embedder.max_chars,
+                                              max_chunks=self.settings.embedder.max_chunks,
                                               ingest=lambda: self.settings.ingest)
                 self.worker.enabled = self.vector_error is None
                 self.worker.start()

@@ -151,6 +151,32 @@ def test_embed_long_documents_handles_a_1_2_mb_text_in_batches():
     assert float(out[0] @ emb.embed_query("lorem ipsum dolor sit amet consectetur adipiscing elit")) > 0.99
 
 
+def test_embed_long_documents_embeds_at_most_max_chunks_per_text():
+    emb = _CountingHash(64)
+    head = "Alpha beta gamma delta. " * 100  # 2,400 characters: the first two chunks at max_chars=2000
+    out = embed_long_documents(emb, [head + "zebra " * 200_000, "short"], max_chars=2000, max_chunks=2)
+    assert sum(emb.calls) == 3  # two chunks of the 1.2 MB text, one of the short one
+    assert float(out[0] @ emb.embed_query("alpha beta gamma delta")) > float(out[0] @ emb.embed_query("zebra"))
+    with pytest.raises(ConfigError, match="max_chunks"):
+        embed_long_documents(emb, ["x"], max_chars=2000, max_chunks=0)
+
+
+async def test_a_huge_memory_embeds_its_first_max_chunks_chunks_only(tmp_path):
+    """A 1.9 MB memory (under the HTTP body limit) used to be ~950 chunks, holding the embedding worker for
+    minutes while every other write waited for its vector; its vector now reads the first 16 chunks."""
+    from agentbase import AgentBase, load_settings
+
+    emb = _CountingHash(64)
+    db = AgentBase(tmp_path / "big.db", settings=load_settings(ner="regex"), embedder=emb)
+    await db.add_memory("lorem ipsum dolor sit amet " * 70_000)
+    await db.add_memory("My favourite drink is mango lassi")
+    await db.flush()
+    assert sum(emb.calls) == 16 + 1
+    hits = await db.find("favourite drink", mode="vector", top_k=1)
+    assert hits[0].entry.l2_full == "My favourite drink is mango lassi"
+    await db.close()
+
+
 def test_embed_long_documents_mean_is_between_its_parts():
     emb = HashEmbedder(256)
     a, b = "apple " * 30, "zebra " * 30

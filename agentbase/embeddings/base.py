@@ -189,34 +189,37 @@ def _split_words(sentence: str, max_chars: int) -> list[str]:
 
 
 def embed_long_documents(embedder: Embedder, texts: list[str], max_chars: int,
-                         batch_size: int = 64) -> np.ndarray:
+                         batch_size: int = 64, max_chunks: int | None = None) -> np.ndarray:
     """Embed documents of any length: chunk the long ones, embed every chunk, average per document.
 
     Texts of at most ``max_chars`` characters are embedded as they are (one chunk, identical to
-    ``embedder.embed_documents``). Longer texts are split with :func:`chunk_text`; all chunks of all texts are
-    embedded together in batches of ``batch_size`` and each text gets the mean of its chunk vectors, weighted
-    by chunk length in characters, re-normalised to unit length. A 1.2 MB text becomes ~600 chunks at
-    ``max_chars=2000``.
+    ``embedder.embed_documents``). Longer texts are split with :func:`chunk_text`; the first ``max_chunks``
+    chunks of every text are embedded together in batches of ``batch_size`` and each text gets the mean of
+    those chunk vectors, weighted by chunk length in characters, re-normalised to unit length. A 1.2 MB text
+    is ~600 chunks at ``max_chars=2000``: without a cap, one such text keeps the embedder busy for minutes.
 
     Args:
         embedder: any :class:`Embedder`.
         texts: ``n`` documents.
         max_chars: chunk size in characters (>= 1), usually ``EmbedderSettings.max_chars``.
         batch_size: chunks per ``embed_documents`` call (>= 1).
+        max_chunks: chunks embedded per text (>= 1; ``EmbedderSettings.max_chunks``); ``None``: all.
 
     Returns:
         float32 array of shape ``(n, embedder.dims)`` with L2-normalised rows, in input order.
 
     Raises:
-        ConfigError: ``max_chars`` or ``batch_size`` < 1.
+        ConfigError: ``max_chars``, ``batch_size`` or ``max_chunks`` < 1.
         EmbeddingError: the embedder failed or returned vectors of the wrong shape.
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    if max_chunks is not None and max_chunks < 1:
+        raise ConfigError(f"max_chunks must be >= 1, got {max_chunks}")
     chunks: list[str] = []
     owners: list[int] = []
     for i, text in enumerate(texts):
-        parts = chunk_text(text, max_chars)
+        parts = chunk_text(text[:max_chars * max_chunks] if max_chunks else text, max_chars)[:max_chunks]
         chunks.extend(parts)
         owners.extend([i] * len(parts))
     dims = embedder.dims

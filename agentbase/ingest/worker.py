@@ -276,6 +276,7 @@ class EmbeddingWorker(JobWorker):
         embedder: the configured embedder (``model_id``, ``dims``, ``embed_documents``).
         batch_size: jobs claimed per batch.
         max_chars: texts longer than this are chunked and their vectors averaged.
+        max_chunks: chunks embedded per text (its first ``max_chars`` x ``max_chunks`` characters).
         ingest: returns the current :class:`~agentbase.config.IngestSettings`, read for every batch (a setting
             changed on an open AgentBase applies to the next batch): ``turn_context_embed_chars`` (how much of
             the turn a turn replies to joins its embedded text), ``turn_embed_chars`` (how much of its own text),
@@ -284,11 +285,12 @@ class EmbeddingWorker(JobWorker):
     """
 
     def __init__(self, db: Any, embedder: Any, *, batch_size: int = 64, max_chars: int = 2000,
-                 ingest: Callable[[], Any] | None = None):
+                 max_chunks: int | None = 16, ingest: Callable[[], Any] | None = None):
         super().__init__(db, "embed", batch_size=batch_size)
         self._ingest = ingest or IngestSettings
         self.embedder = embedder
         self.max_chars = max_chars
+        self.max_chunks = max_chunks
         self.embedded = 0
         self.cache_hits = 0
 
@@ -406,7 +408,8 @@ class EmbeddingWorker(JobWorker):
         missing = [t for t in texts if t not in found]
         self.cache_hits += len(texts) - len(missing)
         if missing:
-            matrix = await asyncio.to_thread(embed_long_documents, self.embedder, missing, self.max_chars)
+            matrix = await asyncio.to_thread(embed_long_documents, self.embedder, missing, self.max_chars,
+                                           max_chunks=self.max_chunks)
             matrix = np.asarray(matrix, dtype=np.float32)
             async with self.db.transaction() as conn:
                 await conn.executemany(
