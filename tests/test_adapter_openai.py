@@ -268,3 +268,25 @@ def test_a_path_opens_a_database_the_adapter_closes(tmp_path, monkeypatch):
     for bad in (42, b"x.db"):  # the same error as the other adapters give
         with pytest.raises(TypeError, match="db must be an AgentBase, a SyncAgentBase or a path, got"):
             OpenAIAssistantAdapter(bad)
+async def test_reserved_fields_written_through_another_api_are_not_echoed_in_a_broken_shape(tmp_path):
+    """``_openai`` is refused by the adapter's own calls, but the core API stores any metadata: a value of the
+    wrong shape there ("attachments": "bad") is left out of the OpenAI objects instead of breaking their schema;
+    the reserved fields the adapter wrote survive an update."""
+    from agentbase import AgentBase
+    from agentbase.adapters import AsyncOpenAIAssistantAdapter
+
+    db = AgentBase(tmp_path / "r.db", embedder=None)
+    api = AsyncOpenAIAssistantAdapter(db)
+    s = await db.create_session(session_id="poison", metadata={"_openai": {"tool_resources": "bad"}})
+    await db.add_message(s.id, role="user", content="x",
+                         metadata={"_openai": {"attachments": "bad", "parts": [{"type": "text"}], "run_id": 7}})
+    thread = await api.retrieve_thread("poison")
+    assert thread["tool_resources"] == {}
+    [msg] = (await api.list_messages("poison"))["data"]
+    assert msg["attachments"] == [] and msg["run_id"] is None
+    assert msg["content"] == [{"type": "text", "text": {"value": "x", "annotations": []}}]
+    t = await api.create_thread(tool_resources={"code_interpreter": {"file_ids": ["f1"]}})
+    t = await api.modify_thread(t["id"], metadata={"k": "v"})
+    assert t["tool_resources"] == {"code_interpreter": {"file_ids": ["f1"]}} and t["metadata"] == {"k": "v"}
+    assert (await db.get_session(t["id"])).metadata["_openai"]["object"] == "thread"
+    await db.close()

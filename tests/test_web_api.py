@@ -138,6 +138,36 @@ def test_malformed_json_and_oversize_bodies(client):
     assert client.get("/api/v1/stats").json()["entries_total"] == 1  # nothing was written
 
 
+def test_strict_types_one_segment_ids_single_query_values_and_clear_body_errors(client):
+    """What a break pass found: coerced types, ids no route can address, a repeated user_id where the last one
+    won, and error messages naming no real problem. Each is a 400 that writes nothing."""
+    before = client.get("/api/v1/stats").json()["entries_total"]
+    for body in ({"query": "tea", "top_k": True}, {"query": "tea", "top_k": "5"}):
+        r = client.post("/api/v1/search", json=body)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "top_k", body
+    for url, body in [("/api/v1/memories", {"content": "x", "dedup": "yes"}),
+                      ("/api/v1/memories", {"content": "slash id", "entry_id": "e/1"}),
+                      ("/api/v1/sessions", {"session_id": "p/q"})]:
+        r = client.post(url, json=body)
+        assert r.status_code == 400, (body, r.text)
+    assert "path segment" in client.post("/api/v1/sessions", json={"session_id": "p/q"}).json()["error"]["message"]
+    assert client.get("/api/v1/sessions/p%2Fq").status_code == 404  # nothing was created
+    e = _ok(client.post("/api/v1/memories", json={"content": "mine", "user_id": "alice", "confidence": 1}), 201)
+    r = client.get("/api/v1/entries?user_id=bob&user_id=alice")
+    assert r.status_code == 400 and r.json()["error"]["param"] == "user_id"
+    assert client.get("/api/v1/entries?limit=1&limit=500").status_code == 400
+    assert _ok(client.get("/api/v1/entries?user_id=alice&tags=a&tags=b"))["entries"] == []  # a list repeats
+    r = client.post("/api/v1/memories", content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and "no body" in r.json()["error"]["message"]
+    r = client.post("/api/v1/memories", content=b'{"content": "x', headers={"content-type": "application/json"})
+    err = r.json()["error"]
+    assert r.status_code == 400 and err["param"] is None and "character 12" in err["message"]
+    r = client.post("/api/v1/memories", content=b'{"content": "x"}', headers={"content-type": "text/plain"})
+    assert r.status_code == 400 and "Content-Type: application/json" in r.json()["error"]["message"]
+    assert client.get("/api/v1/stats").json()["entries_total"] == before + 1
+    assert _ok(client.delete(f"/api/v1/entries/{e['id']}?user_id=alice"))["deleted"] is True
+
+
 def test_owner_scope_cannot_reach_another_owners_entries(client):
     alice, bob = {"X-AgentBase-User": "alice"}, {"X-AgentBase-User": "bob"}
     e = _ok(client.post("/api/v1/memories", json={"content": SECRET}, headers=alice), 201)

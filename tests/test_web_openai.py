@@ -99,6 +99,14 @@ def test_bad_input_is_400_with_the_param(client):
     assert_error(client.post("/v1/threads", content=b"{not json", headers={"content-type": "application/json"}),
                  400)
     assert_error(client.post("/v1/conversations/conv_x", json={}), 400, param="metadata")
+    # an unknown (or misspelt) field is a 400 as on OpenAI, not silently dropped
+    n_threads = len(client.app.state.agentbase.sync.list_sessions())
+    assert_error(client.post("/v1/threads", json={"metdata": {"user_id": "x"}}), 400, param="metdata")
+    assert_error(client.post(f"/v1/threads/{tid}", json={"bogus": 1}), 400, param="bogus")
+    assert_error(client.post(f"/v1/threads/{tid}/messages", json={"role": "user", "content": "x", "bogus": 1}),
+                 400, param="bogus")
+    assert_error(client.post("/v1/conversations", json={"bogus": 1}), 400, param="bogus")
+    assert len(client.app.state.agentbase.sync.list_sessions()) == n_threads
 
 
 def test_runs_are_501_without_retry(client):

@@ -81,12 +81,42 @@ def _check_page(limit: Any, order: Any) -> tuple[int, str]:
     return limit, order
 
 
+def _valid_attachments(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(a, dict) and isinstance(a.get("file_id", ""), str) and isinstance(a.get("tools", []), list)
+        and all(isinstance(t, dict) and t.get("type") in ("code_interpreter", "file_search")
+                for t in a.get("tools", [])) for a in value)
+
+
+def _valid_part(part: Any) -> bool:
+    kind = part.get("type") if isinstance(part, dict) else None
+    return (kind == "text" and isinstance(part.get("text"), str)) or \
+        (kind in ("image_file", "image_url") and isinstance(part.get(kind), dict))
+
+
+# The reserved fields this module writes, each with the check its stored value must pass to be shown: metadata
+# written through another API (``add_message(metadata={"_openai": {"attachments": "bad"}})``) must not make a
+# /v1 response fail the SDK's schema.
+_EXTRA_CHECKS: dict[str, Any] = {
+    "attachments": _valid_attachments,
+    "parts": lambda v: isinstance(v, list) and bool(v) and all(_valid_part(p) for p in v),
+    "tool_resources": lambda v: isinstance(v, dict),
+    "assistant_id": lambda v: isinstance(v, str), "run_id": lambda v: isinstance(v, str),
+    "type": lambda v: v in ("message", "function_call", "function_call_output"),
+    "phase": lambda v: v in ("commentary", "final_answer"),
+    "object": lambda v: v in ("thread", "conversation"),
+}
+
+
 def _split(metadata: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any]]:
-    """Split stored metadata into the user's (string) metadata and the reserved OpenAI fields."""
+    """Split stored metadata into the user's (string) metadata and the reserved OpenAI fields (only those whose
+    stored value has the shape this module writes)."""
     meta = dict(metadata or {})
     extra = meta.pop(RESERVED, None)
     shown = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in meta.items()}
-    return shown, extra if isinstance(extra, dict) else {}
+    if not isinstance(extra, dict):
+        return shown, {}
+    return shown, {k: v for k, v in extra.items() if k in _EXTRA_CHECKS and _EXTRA_CHECKS[k](v)}
 
 
 def _join(user_meta: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, Any]:
@@ -105,18 +135,13 @@ def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: A
                  f"Invalid '{p}content': expected a string or a non-empty array of parts.", f"{p}content")
         parts = []
         for i, part in enumerate(content):
-            kind = part.get("type") if isinstance(part, dict) else None
-            _require((kind == "text" and isinstance(part.get("text"), str))
-                     or (kind in ("image_file", "image_url") and isinstance(part.get(kind), dict)),
-                     f"Invalid '{p}content[{i}]': expected a text, image_file or image_url part.",
+            _require(_valid_part(part), f"Invalid '{p}content[{i}]': expected a text, image_file or image_url part.",
                      f"{p}content[{i}]")
+            kind = part["type"]
             parts.append({"type": "text", "text": part["text"]} if kind == "text" else
                          {"type": kind, kind: part[kind]})
-    _require(attachments is None or (isinstance(attachments, list) and all(
-        isinstance(a, dict) and isinstance(a.get("file_id", ""), str) and isinstance(a.get("tools", []), list)
-        and all(isinstance(t, dict) and t.get("type") in ("code_interpreter", "file_search")
-                for t in a.get("tools", [])) for a in attachments)),
-        f"Invalid '{p}attachments': expected [{{file_id, tools: [{{type}}]}}].", f"{p}attachments")
+    _require(attachments is None or _valid_attachments(attachments),
+             f"Invalid '{p}attachments': expected [{{file_id, tools: [{{type}}]}}].", f"{p}attachments")
     plain = len(parts) == 1 and parts[0]["type"] == "text"
     extra = {"attachments": attachments, "parts": None if plain else parts}
     text = "\n".join(x["text"] for x in parts if x["type"] == "text")

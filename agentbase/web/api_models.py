@@ -1,14 +1,16 @@
 """Request bodies and response models of the ``/api/v1`` routes (they are also the OpenAPI schemas).
 
 Bodies mirror the arguments of the :class:`~agentbase.AgentBase` methods and forbid unknown fields, so a misspelt
-owner (``userid``) is a 400 instead of a silently unscoped query.
+owner (``userid``) is a 400 instead of a silently unscoped query. Types are strict (``"top_k": "5"`` or ``true``
+is a 400, not 5 or 1), and an id a body creates may not hold ``/``: the routes that address it take it as one
+path segment, so such an entry or session could never be read or deleted over HTTP (the Python API accepts it).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from agentbase.models import (CommitResult, DeleteResult, EntryList, HistoryList, Message,
                               MessageList, ResourceChunks, SearchResults, Session)
@@ -23,7 +25,17 @@ ContextTypeName = Literal["memory", "resource", "skill"]
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _one_segment(value: str) -> str:
+    if "/" in value:
+        raise ValueError("an id created over HTTP may not contain '/': routes take it as one path segment")
+    return value
+
+
+#: an id a request creates: the routes that address it later take it as one path segment
+NewId = Annotated[str, AfterValidator(_one_segment)]
 
 
 class AddMemoryIn(_In):
@@ -43,7 +55,7 @@ class AddMemoryIn(_In):
     event_time: str | None = None
     context_type: ContextTypeName = "memory"
     dedup: bool = True
-    entry_id: str | None = None
+    entry_id: NewId | None = None
 
 
 class FilterIn(_In):
@@ -92,7 +104,7 @@ class UpdateIn(_In):
 class CreateSessionIn(_In):
     """Body of ``POST /api/v1/sessions``."""
 
-    session_id: str | None = None
+    session_id: NewId | None = None
     user_id: str | None = None
     agent_id: str | None = None
     project_id: str | None = None
@@ -110,7 +122,7 @@ class AddMessageIn(_In):
     tool_call_id: str | None = None
     metadata: dict[str, Any] | None = None
     created_at: str | None = None
-    message_id: str | None = None
+    message_id: NewId | None = None
 
 
 class _OwnersIn(_In):

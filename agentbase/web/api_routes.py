@@ -15,7 +15,7 @@ widen a query); bodies over :data:`MAX_BODY_BYTES` get 413. Errors use OpenAI's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from fastapi import APIRouter, Query, Request
 from fastapi.exceptions import HTTPException
@@ -79,19 +79,31 @@ class _LimitedRoute(APIRoute):
         return limited
 
 
+def _is_list(annotation: Any) -> bool:
+    return get_origin(annotation) is list or any(_is_list(a) for a in get_args(annotation))
+
+
 class _StrictRoute(_LimitedRoute):
-    """An ``/api/v1`` route that also refuses query parameters it does not declare with 400: a misspelt
-    ``?userid=`` must not quietly turn into an unscoped read of every owner."""
+    """An ``/api/v1`` route that also refuses with 400 query parameters it does not declare (a misspelt
+    ``?userid=`` must not quietly turn into an unscoped read of every owner) and a parameter given twice that
+    takes one value (``?user_id=alice&user_id=bob``: a gateway that appends its own ``user_id`` must not let the
+    client's win)."""
 
     def get_route_handler(self) -> Callable[[Request], Any]:
         handler = super().get_route_handler()
         known = {p.alias for p in self.dependant.query_params} | {"user_id"}  # owner_of reads user_id itself
+        lists = {p.alias for p in self.dependant.query_params if _is_list(p.field_info.annotation)}
 
         async def strict(request: Request) -> Any:
             unknown = sorted(set(request.query_params) - known)
             if unknown:
                 return error_response(400, f"Unknown query parameter(s) {unknown}; this route takes "
                                       f"{sorted(known)}.", param=unknown[0])
+            names = [k for k, _ in request.query_params.multi_items() if k not in lists]
+            repeated = sorted({k for k in names if names.count(k) > 1})
+            if repeated:
+                return error_response(400, f"Query parameter {repeated[0]!r} was given more than once; it takes "
+                                      "one value.", param=repeated[0])
             return await handler(request)
 
         return strict

@@ -65,11 +65,20 @@ def _param_of(loc: tuple[Any, ...]) -> str | None:
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
     first = errors[0] if errors else {}
-    param = _param_of(tuple(first.get("loc", ())))
-    if first.get("type") == "json_invalid":
-        message = "We could not parse the JSON body of your request."
+    loc = tuple(first.get("loc", ()))
+    param = _param_of(loc)
+    json_body = request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+    if first.get("type") == "json_invalid":  # loc is ("body", character offset)
+        where = f" at character {loc[-1]}" if len(loc) > 1 else ""
+        reason = (first.get("ctx") or {}).get("error")
+        param, message = None, f"We could not parse the JSON body of your request{where}" + \
+            (f": {reason}." if reason else ".")
+    elif first.get("type") == "missing" and param is None:
+        message = "The request has no body: send a JSON object (Content-Type: application/json)."
     elif first.get("type") == "missing":
         message = f"Missing required parameter: '{param}'."
+    elif param is None and not json_body:
+        message = "Send the request body as a JSON object with Content-Type: application/json."
     elif param is None:
         message = f"Invalid request body: {first.get('msg', 'invalid input')}."
     else:

@@ -30,7 +30,7 @@ _RUNS_MESSAGE = ("Runs are not implemented by AgentBase: it stores threads and m
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")  # OpenAI answers 400 "Unknown parameter" too
 
 
 class ThreadMessageIn(_Body):
