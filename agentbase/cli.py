@@ -158,6 +158,11 @@ def _shown(value: Any) -> str:
                    for c in text)
 
 
+def _cell(value: Any) -> Text:
+    """Stored text for a table cell or a line: :func:`_shown`, and never read as Rich markup ("[red]")."""
+    return Text(_shown(value))
+
+
 def _dump(model: Any) -> Any:
     return model.model_dump(mode="json") if hasattr(model, "model_dump") else model
 
@@ -207,7 +212,8 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
         return
     table = Table("score", "matched_by", "category", "text", "id")
     for r in results:
-        table.add_row(f"{r.score:.3f}", r.matched_by, r.entry.category, r.text[:100], r.entry.id[:8])
+        table.add_row(f"{r.score:.3f}", r.matched_by, _cell(r.entry.category), _cell(r.text[:100]),
+                      _cell(r.entry.id[:8]))
     console.print(table)
     if results and results[0].trace_id:
         console.print(f"trace: {results[0].trace_id}")
@@ -280,7 +286,7 @@ def _print_trace(t: Any) -> None:
     for s in t.steps:
         details = {k: v for k, v in s.details.items() if k != "why"}
         table.add_row(s.name, f"{s.latency_ms:.2f}", str(s.candidates_in), str(s.candidates_out),
-                      json.dumps(details, ensure_ascii=False, default=str)[:80])
+                      _cell(json.dumps(details, ensure_ascii=False, default=str)[:80]))
     console.print(table)
     if t.degrade_reason:
         console.print(_tagged("degraded:", "yellow", t.degrade_reason))
@@ -294,7 +300,7 @@ def session_create(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Opt
         async with _db(db, "none") as ab:
             return await ab.create_session(session_id=session_id, user_id=user_id, agent_id=agent_id)
     s = _run(go())
-    _out(_dump(s), True) if as_json else console.print(s.id)
+    _out(_dump(s), True) if as_json else console.print(_shown(s.id), markup=False, highlight=False)
 
 
 @session_app.command("add-message")
@@ -305,7 +311,7 @@ def session_add_message(session_id: str, role: str, content: str, db: str = DbOp
         async with _db(db, "none", existing=True) as ab:
             return await ab.add_message(session_id, role, content, name=name)
     m = _run(go())
-    _out(_dump(m), True) if as_json else console.print(f"{m.id} seq={m.seq}")
+    _out(_dump(m), True) if as_json else console.print(f"{_shown(m.id)} seq={m.seq}", markup=False, highlight=False)
 
 
 @session_app.command("commit")
@@ -357,10 +363,11 @@ def session_show(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> N
     if as_json:
         _out({"session": _dump(s), "messages": [_dump(m) for m in msgs]}, True)
         return
-    console.print(f"session {s.id} ({s.status}, user={s.user_id}, {len(msgs)} messages)")
+    console.print(f"session {_shown(s.id)} ({s.status}, user={s.user_id if s.user_id is None else _shown(s.user_id)}, {len(msgs)} messages)",
+                  markup=False, highlight=False)
     for m in msgs:
         speaker = f"{m.role} ({m.name})" if m.name else m.role
-        console.print(f"  {m.seq:>4} {speaker}: {m.content[:120]}", markup=False, highlight=False)
+        console.print(f"  {m.seq:>4} {_shown(speaker)}: {_shown(m.content[:120])}", markup=False, highlight=False)
 
 
 def _progress() -> Progress:
@@ -593,8 +600,8 @@ def graph_facts(entity: str, db: str = DbOpt, as_of: Optional[str] = typer.Optio
         return
     table = Table("subject", "predicate", "object", "valid_from", "valid_to", "confidence")
     for r in rels:
-        table.add_row(r.subject, r.predicate, r.object, str(r.valid_from or ""), str(r.valid_to or ""),
-                      f"{r.confidence:.2f}")
+        table.add_row(_cell(r.subject), _cell(r.predicate), _cell(r.object), str(r.valid_from or ""),
+                      str(r.valid_to or ""), f"{r.confidence:.2f}")
     console.print(table)
 
 
@@ -609,7 +616,8 @@ def graph_timeline(entity: str, db: str = DbOpt, as_json: bool = JsonOpt) -> Non
         _out([_dump(r) for r in rels], True)
         return
     for r in rels:
-        console.print(f"{r.valid_from or '?'} .. {r.valid_to or 'now'}  {r.subject} {r.predicate} {r.object}")
+        console.print(f"{r.valid_from or '?'} .. {r.valid_to or 'now'}  {_shown(r.subject)} {_shown(r.predicate)} "
+                      f"{_shown(r.object)}", markup=False, highlight=False)
 
 
 

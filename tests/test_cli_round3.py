@@ -56,6 +56,21 @@ def test_stored_text_that_looks_like_markup_is_printed_as_is(tmp_path):
     assert made.exit_code == 0 and "[/x]" in made.output
 
 
+def test_terminal_escape_sequences_in_stored_text_never_reach_the_terminal_raw(tmp_path):
+    """A stored OSC title sequence or clear-screen code was printed raw by `find` and `session show`."""
+    db = str(tmp_path / "esc.db")
+    evil = "Zed esc\x1b]0;PWNED\x07title \x1b[2Jclear"
+    assert _run("add", evil, "--db", db).exit_code == 0
+    made = _run("session", "create", "--db", db)
+    sid = made.output.strip()
+    assert _run("session", "add-message", sid, "user", "evil\x1b[31mred\nnewline", "--db", db).exit_code == 0
+    for args in (("find", "Zed esc", "--mode", "fts"), ("session", "show", sid)):
+        out = _run(*args, "--db", db)
+        assert out.exit_code == 0, out.output
+        assert "\x1b" not in out.output and "\x07" not in out.output and "\\u001b" in out.output, args
+    assert "\\nnewline" in _run("session", "show", sid, "--db", db).output
+
+
 @pytest.mark.parametrize("content", ["[1, 2]", "null", "[{}]", "{}", '"text"'])
 @pytest.mark.parametrize("kind", ["locomo", "longmemeval"])
 def test_a_malformed_data_file_is_one_error_line_and_creates_no_database(tmp_path, kind, content):

@@ -43,6 +43,30 @@ async def test_newer_schema_is_refused(db_path):
         await make_db(db_path).initialize()
 
 
+async def test_another_programs_sqlite_file_is_refused_and_left_unchanged(db_path):
+    """`agentbase stats --db their.db` used to add AgentBase's 70 schema objects to another program's database and
+    switch it to WAL for good; an empty file (size 0) is still a new database."""
+    from agentbase import StorageError
+
+    con = sqlite3.connect(db_path)
+    con.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    con.commit()
+    con.close()
+    before = Path(db_path).read_bytes()
+    with pytest.raises(StorageError, match="not an AgentBase database.*users"):
+        await make_db(db_path).initialize()
+    assert Path(db_path).read_bytes() == before
+    con = sqlite3.connect(db_path)
+    assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    con.close()
+    empty = Path(db_path).with_name("empty.db")
+    empty.touch()
+    ab = make_db(empty)
+    await ab.initialize()
+    assert (await ab.stats())["entries_total"] == 0
+    await ab.close()
+
+
 async def test_five_concurrent_first_calls_create_schema_once(db_path):
     dbs = [make_db(db_path) for _ in range(5)]
     await asyncio.gather(*(d.add_memory(f"note {i}", user_id="u") for i, d in enumerate(dbs)))

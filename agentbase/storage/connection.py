@@ -189,6 +189,7 @@ class Database:
             register_sql_functions(self.writer)
             self.reader = self._connect_raw(WRITER_BUSY_MS)
             self._set_engine()
+            await self._refuse_foreign_file()
             await self._retry_busy(lambda: Writer(self.writer).execute("PRAGMA journal_mode = WAL"))
             await self._migrate(migrate_to)
             self._migrated = True
@@ -198,6 +199,16 @@ class Database:
         except BaseException:
             await self.close()
             raise
+
+    async def _refuse_foreign_file(self) -> None:
+        """Refuse, before anything is written (WAL mode included), an SQLite file with tables but none of
+        AgentBase's: another program's database would otherwise get AgentBase's schema added to it."""
+        tables = [r[0] for r in await self._retry_busy(lambda: self._read(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name", ()))]
+        if tables and "schema_version" not in tables:
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            raise StorageError(f"{self.path} is not an AgentBase database: it is another SQLite database (tables: "
+                               f"{shown}); it was left unchanged. Pass a new file or an AgentBase one.")
 
     async def _retry_busy(self, op: Callable[[], Any]) -> Any:
         deadline = time.monotonic() + self.busy_timeout_s
