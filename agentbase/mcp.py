@@ -26,6 +26,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+import pydantic
 from pydantic import BaseModel
 
 from .engine import AgentBase
@@ -91,7 +92,16 @@ class AgentBaseMCPServer(MCPServer):
             unknown = sorted(set(arguments) - known)
             if unknown:
                 raise ToolError(f"unknown argument(s) {unknown} for tool {name!r}; accepted: {sorted(known)}")
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, pydantic.ValidationError):
+                raise
+            # the SDK's argument check: one line per problem, without the input echoed or a docs link
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                                 for e in cause.errors(include_url=False, include_input=False))
+            raise ToolError(f"Error executing tool {name}: ValidationError: {problems}") from None
 
 
 def _guard(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:

@@ -215,6 +215,10 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_working(shared
             ("get_trace", {"trace_id": "nope"}, "not found"),
             ("list_entries", {"limit": -1}, "limit"),
             ("no_such_tool", {}, "Unknown tool"),
+            # the SDK's own argument check: one line per problem, no echoed input, no docs link
+            ("add_memory", {}, "Error executing tool add_memory: ValidationError: content: Field required"),
+            ("add_memory", {"content": "x", "scope": "bad"}, "ValidationError: scope: Input should be"),
+            ("find", {"query": "x", "tags": "a"}, "ValidationError: tags: Input should be a valid list"),
         ]
         for name, args, needle in cases:
             r = await client.call_tool(name, args)
@@ -222,6 +226,7 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_working(shared
             assert r.is_error, (name, args)
             assert needle in text, (name, text)
             assert "Traceback" not in text and 'File "' not in text
+            assert "errors.pydantic.dev" not in text and "input_value" not in text, text
         r = await client.call_tool("find", {"query": "peanuts", "user_id": "maya"})
         assert not r.is_error and r.structured_content["results"][0]["entry"]["id"] == mem0_id
 
