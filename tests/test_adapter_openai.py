@@ -212,13 +212,19 @@ def test_conversation_input_errors(oa):
     conv = oa.create_conversation()
     bad = [[], [{"type": "reasoning"}], [{"role": "critic", "content": "x"}],
            [{"role": "user", "content": [{"type": "input_image", "image_url": "u"}]}],
-           [{"type": "function_call", "call_id": "c"}], [{"role": "user", "content": "x"}] * 21]
+           [{"type": "function_call", "call_id": "c"}], [{"role": "user", "content": "x"}] * 21,
+           [{"role": "user", "content": "x", "contnet": "y"}]]  # a misspelt key is not dropped silently
     for items in bad:
         with pytest.raises(ValidationError):
             oa.create_items(conv["id"], items)
-    with pytest.raises(ValidationError):
-        oa.update_conversation(conv["id"], metadata=None)
     assert oa.list_items(conv["id"])["data"] == []
+    with pytest.raises(ValidationError, match=r"Unknown parameter: 'items\[0\]\.contnet'"):
+        oa.create_items(conv["id"], [{"role": "user", "content": "x", "contnet": "y"}])
+    with pytest.raises(ValidationError, match=r"Unknown parameter: 'messages\[0\]\.metdata'"):
+        oa.create_thread(messages=[{"role": "user", "content": "x", "metdata": {"a": "b"}}])
+    # the SDK types conversations.update's metadata Required[Optional[...]]: null clears it
+    oa.update_conversation(conv["id"], metadata={"m": "1"})
+    assert oa.update_conversation(conv["id"], metadata=None)["metadata"] == {}
 
 
 async def test_async_adapter_inside_a_running_loop(db):

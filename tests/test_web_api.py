@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import socket
 import threading
@@ -281,6 +282,24 @@ def test_servers_refuse_non_loopback_hosts_without_tokens(tmp_path, monkeypatch,
     assert web_main([path, "1", "--host", "0.0.0.0"]) == 2
     assert "refusing to listen" in capsys.readouterr().err
     assert web_main([path, "1", "--host", "192.168.1.20"]) == 2
+
+
+def test_dashboard_links_reach_ids_with_reserved_characters(db, client):
+    """Ids are the caller's (LangChain and LlamaIndex keys become session ids): "chat#1" linked to /sessions/chat,
+    "q?x=1" to /sessions/q. Links escape the id as one path segment; a "/" the Python API allowed routes too."""
+    for sid in ("chat#1", "q?x=1"):
+        _ok(client.post("/api/v1/sessions", json={"session_id": sid}), 201)
+    db.sync.create_session(session_id="team/alice")
+    e = _ok(client.post("/api/v1/memories", json={"content": "hash id", "entry_id": "note#1", "session_id": "chat#1"}),
+            201)
+    listing = client.get("/dashboard/sessions").text
+    for sid, link in (("chat#1", "chat%231"), ("q?x=1", "q%3Fx%3D1"), ("team/alice", "team%2Falice")):
+        assert f'href="/dashboard/sessions/{link}"' in listing, sid
+        page = client.get(f"/dashboard/sessions/{link}")
+        assert page.status_code == 200 and sid in html.unescape(page.text), sid
+    entries = client.get("/dashboard/entries").text
+    assert 'href="/dashboard/entries/note%231"' in entries
+    assert "hash id" in client.get("/dashboard/entries/note%231").text and e["id"] == "note#1"
 
 
 def test_dashboard_views_render_and_escape_user_text(db, client):

@@ -149,11 +149,27 @@ def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: A
             "metadata": _join(_check_metadata(metadata, f"{p}metadata"), extra)}
 
 
+# The fields OpenAI takes in an object of a request array; another key is a 400 "Unknown parameter" there as at
+# the top level (a misspelt "metdata" inside messages[] would otherwise be dropped without a word).
+THREAD_MESSAGE_KEYS = frozenset({"role", "content", "attachments", "metadata"})
+_ITEM_KEYS = {"message": frozenset({"type", "id", "role", "content", "status", "phase"}),
+              "function_call": frozenset({"type", "id", "call_id", "name", "arguments", "status"}),
+              "function_call_output": frozenset({"type", "id", "call_id", "output", "status"})}
+
+
+def _check_keys(obj: dict[str, Any], allowed: frozenset[str], p: str) -> None:
+    unknown = sorted(k for k in obj if k not in allowed)
+    _require(not unknown, f"Unknown parameter: '{p}{unknown[0] if unknown else ''}'.",
+             f"{p}{unknown[0] if unknown else ''}")
+
+
 def _item_input(item: Any, index: int) -> dict[str, Any]:
     """Validate one Conversations input item (message, function_call, function_call_output)."""
     p = f"items[{index}]"
     _require(isinstance(item, dict), f"Invalid '{p}': expected an object.", p)
     kind = item.get("type", "message")
+    if kind in _ITEM_KEYS:
+        _check_keys(item, _ITEM_KEYS[kind], f"{p}.")
     if kind == "message":
         role, content = item.get("role"), item.get("content")
         _require(role in CONV_INPUT_ROLES,

@@ -18,8 +18,8 @@ from agentbase.errors import StorageError, UsageError
 from agentbase.sync import release_db, resolve_db, run_sync
 
 from ._owners import foreign_owner
-from ._openai_rules import (RESERVED, OpenAIValidationError, _check_metadata, _check_object, _check_page,
-                            _conversation_obj, _envelope, _item_obj, _items_input, _join, _message_obj, _new_id,
+from ._openai_rules import (RESERVED, THREAD_MESSAGE_KEYS, OpenAIValidationError, _check_keys, _check_metadata,
+                            _check_object, _check_page, _conversation_obj, _envelope, _item_obj, _items_input, _join, _message_obj, _new_id,
                             _NotFound, _require, _split, _thread_message_input, _thread_obj, _thread_visible, _ts)
 
 __all__ = ["AsyncOpenAIAssistantAdapter", "OpenAIAssistantAdapter", "OpenAIValidationError"]
@@ -154,6 +154,7 @@ class AsyncOpenAIAssistantAdapter:
         for i, m in enumerate(messages or []):
             if not isinstance(m, dict):
                 raise OpenAIValidationError(f"Invalid 'messages[{i}]': expected an object.", f"messages[{i}]")
+            _check_keys(m, THREAD_MESSAGE_KEYS, f"messages[{i}].")
             rows.append(_thread_message_input(m.get("role"), m.get("content"), m.get("metadata"),
                                               m.get("attachments"), f"messages[{i}]."))
         _check_object(tool_resources, "tool_resources")
@@ -364,15 +365,17 @@ class AsyncOpenAIAssistantAdapter:
         """
         return _conversation_obj(await self._session(conversation_id, "conversation"))
 
-    async def update_conversation(self, conversation_id: str, *, metadata: dict[str, str]) -> dict[str, Any]:
+    async def update_conversation(self, conversation_id: str, *, metadata: dict[str, str] | None) -> dict[str, Any]:
         """Replace a conversation's metadata (``POST /v1/conversations/{conversation_id}``).
 
+        Args:
+            conversation_id: the conversation. metadata: up to 16 string pairs, replacing the old ones; ``None``
+                (the SDK's ``metadata=None``, sent as null) clears them.
+
         Raises:
-            NotFoundError: unknown conversation. OpenAIValidationError: bad or missing metadata.
+            NotFoundError: unknown conversation. OpenAIValidationError: bad metadata.
         """
-        meta = _check_metadata(metadata)
-        if meta is None:
-            raise OpenAIValidationError("Missing required parameter: 'metadata'.", "metadata")
+        meta = _check_metadata(metadata) or {}
         session = await self._session(conversation_id, "conversation")
         _, extra = _split(session.metadata)
         session = await self._call("update_session", conversation_id, metadata=_join(meta, extra))

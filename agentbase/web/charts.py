@@ -13,6 +13,7 @@ import math
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 from agentbase.models import utcnow
 
@@ -193,10 +194,10 @@ def activity_feed(entries: list[Any], sessions: list[Any], traces: list[dict[str
         ``[{"when", "kind", "text", "link"}]`` newest first (links are relative to the dashboard).
     """
     items = [{"when": e.created_at, "kind": f"{e.context_type.value} · {e.category}", "text": e.l0_abstract,
-              "link": f"/entries/{e.id}"} for e in entries[:limit]]
-    items += [{"when": e.updated_at, "kind": "updated", "text": e.l0_abstract, "link": f"/entries/{e.id}"}
+              "link": f"/entries/{quote(e.id, safe='')}"} for e in entries[:limit]]
+    items += [{"when": e.updated_at, "kind": "updated", "text": e.l0_abstract, "link": f"/entries/{quote(e.id, safe='')}"}
               for e in entries[: limit * 4] if e.updated_at - e.created_at > timedelta(seconds=1)][:limit]
-    items += [{"when": s.updated_at, "kind": f"session · {s.status}", "text": s.id, "link": f"/sessions/{s.id}"}
+    items += [{"when": s.updated_at, "kind": f"session · {s.status}", "text": s.id, "link": f"/sessions/{quote(s.id, safe='')}"}
               for s in sessions[:limit]]
     items += [{"when": t["created_at"], "kind": f"find · {t['total_ms']:.0f} ms", "text": t["query"],
                "link": f"/traces/{t['id']}"} for t in traces[:limit]]

@@ -20,6 +20,7 @@ import os
 import sys
 from collections import defaultdict
 from datetime import datetime
+from urllib.parse import quote
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -60,6 +61,8 @@ def _templates() -> Any:
         _env.filters["when"] = lambda d: d.strftime("%Y-%m-%d %H:%M") if isinstance(d, datetime) else \
             ("" if d is None else d)
         _env.filters["pretty"] = lambda v: json.dumps(v, ensure_ascii=False, indent=2, default=str)
+        # an id in a link: one path segment with every reserved character escaped ("chat#1", "q?x=1", "a/b")
+        _env.filters["seg"] = lambda v: quote(str(v), safe="")
     return _env
 
 
@@ -174,7 +177,7 @@ async def entries_view(request: Request, q: str = "", context_type: str = "", ca
                    offset=offset, trace_id=trace_id, page_size=50)
 
 
-@router.get("/entries/{entry_id}", response_class=HTMLResponse)
+@router.get("/entries/{entry_id:path}", response_class=HTMLResponse)
 async def entry_view(request: Request, entry_id: str) -> HTMLResponse:
     """One entry: its three layers, owners, tags, metadata, history and links to diffs.
 
@@ -229,7 +232,7 @@ async def sessions_view(request: Request, user_id: str = "", offset: int = 0) ->
                    offset=max(0, offset))
 
 
-@router.get("/sessions/{session_id}", response_class=HTMLResponse)
+@router.get("/sessions/{session_id:path}", response_class=HTMLResponse)
 async def session_view(request: Request, session_id: str) -> HTMLResponse:
     """A session: messages in order, each with the memories extracted from it, plus the session summary.
 

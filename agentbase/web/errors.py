@@ -75,6 +75,8 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
             (f": {reason}." if reason else ".")
     elif first.get("type") == "missing" and param is None:
         message = "The request has no body: send a JSON object (Content-Type: application/json)."
+    elif first.get("type") == "extra_forbidden":
+        message = f"Unknown parameter: '{param}'."
     elif first.get("type") == "missing":
         message = f"Missing required parameter: '{param}'."
     elif param is None and not json_body:
