@@ -14,6 +14,7 @@ widen a query); bodies over :data:`MAX_BODY_BYTES` get 413. Errors use OpenAI's 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
@@ -99,8 +100,8 @@ class _StrictRoute(_LimitedRoute):
             if unknown:
                 return error_response(400, f"Unknown query parameter(s) {unknown}; this route takes "
                                       f"{sorted(known)}.", param=unknown[0])
-            names = [k for k, _ in request.query_params.multi_items() if k not in lists]
-            repeated = sorted({k for k in names if names.count(k) > 1})
+            counts = Counter(k for k, _ in request.query_params.multi_items() if k not in lists)
+            repeated = sorted(k for k, n in counts.items() if n > 1)
             if repeated:
                 return error_response(400, f"Query parameter {repeated[0]!r} was given more than once; it takes "
                                       "one value.", param=repeated[0])
