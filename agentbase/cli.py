@@ -363,8 +363,9 @@ def session_show(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> N
     if as_json:
         _out({"session": _dump(s), "messages": [_dump(m) for m in msgs]}, True)
         return
-    console.print(f"session {_shown(s.id)} ({s.status}, user={s.user_id if s.user_id is None else _shown(s.user_id)}, {len(msgs)} messages)",
-                  markup=False, highlight=False)
+    user = s.user_id if s.user_id is None else _shown(s.user_id)
+    console.print(f"session {_shown(s.id)} ({s.status}, user={user}, {len(msgs)} messages)", markup=False,
+                  highlight=False)
     for m in msgs:
         speaker = f"{m.role} ({m.name})" if m.name else m.role
         console.print(f"  {m.seq:>4} {_shown(speaker)}: {_shown(m.content[:120])}", markup=False, highlight=False)

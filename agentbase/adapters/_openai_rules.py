@@ -158,9 +158,9 @@ _ITEM_KEYS = {"message": frozenset({"type", "id", "role", "content", "status", "
 
 
 def _check_keys(obj: dict[str, Any], allowed: frozenset[str], p: str) -> None:
-    unknown = sorted(k for k in obj if k not in allowed)
-    _require(not unknown, f"Unknown parameter: '{p}{unknown[0] if unknown else ''}'.",
-             f"{p}{unknown[0] if unknown else ''}")
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise OpenAIValidationError(f"Unknown parameter: '{p}{unknown[0]}'.", f"{p}{unknown[0]}")
 
 
 def _item_input(item: Any, index: int) -> dict[str, Any]:

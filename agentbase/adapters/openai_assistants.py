@@ -19,8 +19,9 @@ from agentbase.sync import release_db, resolve_db, run_sync
 
 from ._owners import foreign_owner
 from ._openai_rules import (RESERVED, THREAD_MESSAGE_KEYS, OpenAIValidationError, _check_keys, _check_metadata,
-                            _check_object, _check_page, _conversation_obj, _envelope, _item_obj, _items_input, _join, _message_obj, _new_id,
-                            _NotFound, _require, _split, _thread_message_input, _thread_obj, _thread_visible, _ts)
+                            _check_object, _check_page, _conversation_obj, _envelope, _item_obj, _items_input,
+                            _join, _message_obj, _new_id, _NotFound, _require, _split, _thread_message_input,
+                            _thread_obj, _thread_visible, _ts)
 
 __all__ = ["AsyncOpenAIAssistantAdapter", "OpenAIAssistantAdapter", "OpenAIValidationError"]
 
