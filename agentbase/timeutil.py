@@ -15,9 +15,9 @@ __all__ = ["from_db_time", "parse_time", "to_db_time"]
 # Missing day/month are the first of the period (dateparser's default fills them from today); the period of the
 # parsed text ("day", "week", "month", "year", or "time" when a clock time was given) tells a date from a moment.
 # The "no-spaces-time" parser is left out (it reads digit runs as times: "20240531" -> year 4053), and so is
-# "timestamp": numbers in strings are refused before dateparser sees them. Text is read as English or Chinese,
-# the languages of the rest of the library (with every language, "x" was read as October, "h" as today).
-_PARSER = DateDataParser(languages=["en", "zh"], settings={
+# "timestamp": numbers in strings are refused before dateparser sees them. Every language stays on: with English
+# and Chinese only, dateparser cannot read LongMemEval's "2023/05/22 (Mon) 03:45" (it reads it as German).
+_PARSER = DateDataParser(settings={
     "TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": False, "RETURN_TIME_AS_PERIOD": True,
     "PREFER_DAY_OF_MONTH": "first", "PREFER_MONTH_OF_YEAR": "first",
     "PARSERS": ["relative-time", "custom-formats", "absolute-time"],
@@ -92,7 +92,7 @@ def _parse_text(value: str) -> tuple[datetime, str]:
     else:  # "1e10", "12", "nan": dateparser reads them as month/day guesses; numbers are Unix seconds, not text
         raise ValidationError(f"cannot parse time {value!r}: a number in a string is not a date; pass Unix seconds "
                               "as an int or float")
-    if not _WORDY.search(text):  # "a", "x y": dateparser reads a lone letter as a month ("a" -> January)
+    if not _WORDY.search(text):  # "a", "x y": dateparser reads a lone letter as a date ("x" -> October)
         _fail(value)
     data = _PARSER.get_date_data(text.replace("(", " ").replace(")", " "))
     if data.date_obj is None:
