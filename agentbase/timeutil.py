@@ -15,13 +15,19 @@ __all__ = ["from_db_time", "parse_time", "to_db_time"]
 # Missing day/month are the first of the period (dateparser's default fills them from today); the period of the
 # parsed text ("day", "week", "month", "year", or "time" when a clock time was given) tells a date from a moment.
 # The "no-spaces-time" parser is left out (it reads digit runs as times: "20240531" -> year 4053), and so is
-# "timestamp": numbers in strings are refused before dateparser sees them. Every language stays on: with English
-# and Chinese only, dateparser cannot read LongMemEval's "2023/05/22 (Mon) 03:45" (it reads it as German).
-_PARSER = DateDataParser(settings={
+# "timestamp": numbers in strings are refused before dateparser sees them. Text is read as English or Chinese;
+# only a text holding a four-digit year is then tried in every language: every language at once read short junk
+# as dates ("bar" Monday, "die" yesterday, "set" September), and English alone cannot read LongMemEval's
+# "2023/05/22 (Mon) 03:45" (dateparser reads a weekday after a date only in another language).
+_SETTINGS = {
     "TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": False, "RETURN_TIME_AS_PERIOD": True,
     "PREFER_DAY_OF_MONTH": "first", "PREFER_MONTH_OF_YEAR": "first",
     "PARSERS": ["relative-time", "custom-formats", "absolute-time"],
-})
+}
+_PARSER = DateDataParser(languages=["en", "zh"], settings=_SETTINGS)
+_ANY_LANGUAGE = DateDataParser(settings=_SETTINGS)
+_HAS_YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
+_ISO_SHAPED = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")  # dateparser would read "2024-13-01" as January 13
 _YEAR = re.compile(r"\d{4}")
 _YEAR_MONTH = re.compile(r"(\d{4})-(\d{2})")
 _TIME_ONLY = re.compile(r"(?i)(at\s+)?(\d{1,2}(:\d{2}){0,2}(\.\d+)?\s*([ap]\.?m\.?)?|noon|midnight)")
@@ -92,9 +98,18 @@ def _parse_text(value: str) -> tuple[datetime, str]:
     else:  # "1e10", "12", "nan": dateparser reads them as month/day guesses; numbers are Unix seconds, not text
         raise ValidationError(f"cannot parse time {value!r}: a number in a string is not a date; pass Unix seconds "
                               "as an int or float")
-    if not _WORDY.search(text):  # "a", "x y": dateparser reads a lone letter as a date ("x" -> October)
-        _fail(value)
-    data = _PARSER.get_date_data(text.replace("(", " ").replace(")", " "))
+    ymd = _ISO_SHAPED.fullmatch(text)
+    if ymd:  # year-month-day with one-digit parts ("2024-5-3"); an impossible one is an error, not swapped
+        try:
+            return datetime(int(ymd[1]), int(ymd[2]), int(ymd[3])), "day"
+        except ValueError:
+            _fail(value)
+    if not _WORDY.search(text) or re.sub(r"\W", "", text).isdigit():
+        _fail(value)  # "a" ("x" was October), a number in signs ("#42" was 2042)
+    plain = text.replace("(", " ").replace(")", " ")
+    data = _PARSER.get_date_data(plain)
+    if data.date_obj is None and _HAS_YEAR.search(plain):
+        data = _ANY_LANGUAGE.get_date_data(plain)
     if data.date_obj is None:
         _fail(value)
     return data.date_obj, data.period or "time"

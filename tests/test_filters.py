@@ -118,6 +118,7 @@ def test_the_benchmark_date_formats_parse_on_every_weekday(day):
     once refused the Monday of the first (dateparser reads "Mon" after a date only in its other languages)."""
     from agentbase.timeutil import parse_time
 
+    assert parse_time(f"2023-5-{day}") == datetime(2023, 5, day, tzinfo=timezone.utc)
     weekday = date(2023, 5, day).strftime("%a")
     assert parse_time(f"2023/05/{day} ({weekday}) 03:45") == datetime(2023, 5, day, 3, 45, tzinfo=timezone.utc)
     assert parse_time(f"1:56 pm on {day} May, 2023") == datetime(2023, 5, day, 13, 56, tzinfo=timezone.utc)
@@ -134,7 +135,8 @@ async def test_partial_dates_are_the_start_of_their_period(db):
     assert (await db.update(e.id, event_time="2022-07")).event_time == datetime(2022, 7, 1, tzinfo=timezone.utc)
 
 
-@pytest.mark.parametrize("bad", ["1e10", "12", "nan", "2024-13", "x", "a", "h", float("nan"), float("inf"), 10**20])
+@pytest.mark.parametrize("bad", ["1e10", "12", "nan", "2024-13", "2024-13-01", "2024-02-30", "x", "a", "h", "#42",
+                                 "v2", "bar", "die", float("nan"), float("inf"), 10**20])
 async def test_nonsense_times_raise_validation_error_and_write_nothing(db, bad):
     s = await db.create_session()
     with pytest.raises(ValidationError):

@@ -59,6 +59,18 @@ async def test_another_programs_sqlite_file_is_refused_and_left_unchanged(db_pat
     con = sqlite3.connect(db_path)
     assert con.execute("PRAGMA journal_mode").fetchone() == ("delete",)
     con.close()
+    # a table name that only starts like SQLite's own, a migration tool's schema_version, a file of views only
+    for i, ddl in enumerate(["CREATE TABLE SqliteCache (k TEXT)",
+                             "CREATE TABLE users (id); CREATE TABLE schema_version (version INTEGER)",
+                             "CREATE VIEW v AS SELECT 1"]):
+        other = Path(db_path).with_name(f"other{i}.db")
+        con = sqlite3.connect(other)
+        con.executescript(ddl)
+        con.close()
+        before = other.read_bytes()
+        with pytest.raises(StorageError, match="not an AgentBase database"):
+            await make_db(other).initialize()
+        assert other.read_bytes() == before, ddl
     empty = Path(db_path).with_name("empty.db")
     empty.touch()
     ab = make_db(empty)

@@ -121,6 +121,10 @@ class Writer:
         self._conn.executemany(sql, seq).close()
 
 
+#: tables every AgentBase file has had since schema version 1
+_OWN_TABLES = frozenset({"schema_version", "meta", "entries", "sessions", "messages"})
+
+
 class Database:
     """Two driver connections to one file (a serialised writer and a reader), both used on the engine loop thread,
     plus driver facts.
@@ -201,12 +205,15 @@ class Database:
             raise
 
     async def _refuse_foreign_file(self) -> None:
-        """Refuse, before anything is written (WAL mode included), an SQLite file with tables but none of
-        AgentBase's: another program's database would otherwise get AgentBase's schema added to it."""
-        tables = [r[0] for r in await self._retry_busy(lambda: self._read(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name", ()))]
-        if tables and "schema_version" not in tables:
-            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        """Refuse, before anything is written (WAL mode included), an SQLite file with tables or views that is
+        not AgentBase's (its first schema version's tables missing; a ``schema_version`` table alone is common to
+        migration tools): another program's database would otherwise get AgentBase's schema added to it. Names
+        starting ``sqlite_`` are SQLite's own (reserved in any case)."""
+        names = [r[0] for r in await self._retry_busy(lambda: self._read(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' "
+            "ESCAPE '\\' ORDER BY name", ()))]
+        if names and not _OWN_TABLES <= set(names):
+            shown = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
             raise StorageError(f"{self.path} is not an AgentBase database: it is another SQLite database (tables: "
                                f"{shown}); it was left unchanged. Pass a new file or an AgentBase one.")
 
