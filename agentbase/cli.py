@@ -513,6 +513,9 @@ app.add_typer(graph_app, name="graph")
 def skill_import(directory: Path, db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                  project_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
     """Import a skill folder with SKILL.md at its root (refused whole on symlinks, non-UTF-8, limits...)."""
+    if not (directory / "SKILL.md").is_file():  # checked before the database is opened: no file is created
+        raise _fail(UsageError(f"{directory} is not a skill folder: it has no SKILL.md at its root"))
+
     async def go() -> Any:
         async with _db(db) as ab:
             e = await ab.import_skill_dir(directory, user_id=user_id, agent_id=agent_id, project_id=project_id)

@@ -180,6 +180,12 @@ def test_cli_skill_import(tmp_path):
     res = CliRunner().invoke(app, ["skill", "import", str(root), "--db", str(dbfile)],
                              env={"AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"})
     assert res.exit_code == 2 and "not UTF-8" in res.output
+    # a folder without SKILL.md (or no folder) is refused before the database is opened: no file is created
+    for bad in (tmp_path / "nope", tmp_path / "deploy" / "scripts"):
+        fresh = tmp_path / "fresh.db"
+        res = CliRunner().invoke(app, ["skill", "import", str(bad), "--db", str(fresh)],
+                                 env={"AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"})
+        assert res.exit_code == 2 and "no SKILL.md" in res.output and not fresh.exists(), res.output
 
 
 # ------------------------------------------------------------------------------------------------ resources
