@@ -249,9 +249,9 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN:
         # A calendar date the question names ("on 3 June, 2023", "the week before August 3, 2023", "between May
         # and June 2023") narrows a keyword leg and (with an embedder) a vector leg to that range and the day
-        # after it, so turns of that day reach the candidates even when other days match better. Relative words alone ("recently",
-        # "last weekend") only re-weight (strategies): how far back they reach is a guess. An open or long range
-        # ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
+        # after it, so turns of that day reach the candidates even when other days match better. Relative words
+        # alone ("recently", "last weekend") only re-weight (strategies): how far back they reach is a guess. An
+        # open or long range ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
         ranged = dataclasses.replace(p.filters, date_from=max(filter(None, (p.filters.date_from, tr.date_from))),
                                      date_to=min(filter(None, (p.filters.date_to,
                                                                tr.date_to + TEMPORAL_LEG_REPORT_LAG))))

@@ -18,7 +18,12 @@ from urllib.parse import quote
 from agentbase.models import utcnow
 
 __all__ = ["activity_feed", "freshness_figure", "graph_figure", "heatmap_figure", "sunburst_figure", "tag_cloud",
-           "timeline_figure", "trace_figures"]
+           "timeline_figure", "trace_figures", "url_segment"]
+
+def url_segment(value: Any) -> str:
+    """An id as one URL path segment, every reserved character escaped ("chat#1" -> "chat%231", "a/b" -> "a%2Fb")."""
+    return quote(str(value), safe="")
+
 
 _WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
@@ -194,11 +199,11 @@ def activity_feed(entries: list[Any], sessions: list[Any], traces: list[dict[str
         ``[{"when", "kind", "text", "link"}]`` newest first (links are relative to the dashboard).
     """
     items = [{"when": e.created_at, "kind": f"{e.context_type.value} · {e.category}", "text": e.l0_abstract,
-              "link": f"/entries/{quote(e.id, safe='')}"} for e in entries[:limit]]
-    items += [{"when": e.updated_at, "kind": "updated", "text": e.l0_abstract, "link": f"/entries/{quote(e.id, safe='')}"}
+              "link": f"/entries/{url_segment(e.id)}"} for e in entries[:limit]]
+    items += [{"when": e.updated_at, "kind": "updated", "text": e.l0_abstract, "link": f"/entries/{url_segment(e.id)}"}
               for e in entries[: limit * 4] if e.updated_at - e.created_at > timedelta(seconds=1)][:limit]
-    items += [{"when": s.updated_at, "kind": f"session · {s.status}", "text": s.id, "link": f"/sessions/{quote(s.id, safe='')}"}
-              for s in sessions[:limit]]
+    items += [{"when": s.updated_at, "kind": f"session · {s.status}", "text": s.id,
+               "link": f"/sessions/{url_segment(s.id)}"} for s in sessions[:limit]]
     items += [{"when": t["created_at"], "kind": f"find · {t['total_ms']:.0f} ms", "text": t["query"],
                "link": f"/traces/{t['id']}"} for t in traces[:limit]]
     return sorted(items, key=lambda i: i["when"], reverse=True)[:limit]

@@ -20,7 +20,6 @@ import os
 import sys
 from collections import defaultdict
 from datetime import datetime
-from urllib.parse import quote
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -37,6 +36,7 @@ from .charts import (
     tag_cloud,
     timeline_figure,
     trace_figures,
+    url_segment,
 )
 
 __all__ = ["main", "router"]
@@ -61,8 +61,7 @@ def _templates() -> Any:
         _env.filters["when"] = lambda d: d.strftime("%Y-%m-%d %H:%M") if isinstance(d, datetime) else \
             ("" if d is None else d)
         _env.filters["pretty"] = lambda v: json.dumps(v, ensure_ascii=False, indent=2, default=str)
-        # an id in a link: one path segment with every reserved character escaped ("chat#1", "q?x=1", "a/b")
-        _env.filters["seg"] = lambda v: quote(str(v), safe="")
+        _env.filters["seg"] = url_segment  # an id in a link: one path segment ("chat#1", "q?x=1", "a/b")
     return _env
 
 

@@ -65,19 +65,19 @@ def _param_of(loc: tuple[Any, ...]) -> str | None:
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = exc.errors()
     first = errors[0] if errors else {}
-    loc = tuple(first.get("loc", ()))
+    kind, loc = first.get("type"), tuple(first.get("loc", ()))
     param = _param_of(loc)
     json_body = request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
-    if first.get("type") == "json_invalid":  # loc is ("body", character offset)
+    if kind == "json_invalid":  # loc is ("body", character offset)
         where = f" at character {loc[-1]}" if len(loc) > 1 else ""
         reason = (first.get("ctx") or {}).get("error")
         param, message = None, f"We could not parse the JSON body of your request{where}" + \
             (f": {reason}." if reason else ".")
-    elif first.get("type") == "missing" and param is None:
+    elif kind == "missing" and param is None:
         message = "The request has no body: send a JSON object (Content-Type: application/json)."
-    elif first.get("type") == "extra_forbidden":
+    elif kind == "extra_forbidden":
         message = f"Unknown parameter: '{param}'."
-    elif first.get("type") == "missing":
+    elif kind == "missing":
         message = f"Missing required parameter: '{param}'."
     elif param is None and not json_body:
         message = "Send the request body as a JSON object with Content-Type: application/json."
