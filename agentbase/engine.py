@@ -346,7 +346,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             strategy: ``"auto"`` (query-type strategies), ``"flat"`` (no strategy) or ``"hierarchical"``
                 (rank on L0, then L1, then load L2 for the final results).
             token_budget: stop adding results once their text would exceed this many tokens (len/4 rule).
-            reference_time: "now" for temporal expressions and freshness (UTC); default the current time.
+            reference_time: "now" for temporal expressions, relative ``date_from`` / ``date_to`` ("last week") and
+                freshness (UTC); default the current time.
             trace: persist a retrieval trace (default from settings).
             reranker: a :class:`~agentbase.retrieval.rerank.Reranker` for this call (default: the one given to
                 :class:`AgentBase`, if any); its scores reorder the head of the ranking and appear in
@@ -380,14 +381,15 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             check_limit(token_budget, "token_budget", maximum=10_000_000)
         if mode == "vector" and self.vector_error is not None:
             raise self.vector_error
-        f = _filters(filters)
+        now = parse_time(reference_time) or utcnow()
+        f = _filters(filters, now=now)
         f.where()  # validate before any work
         await self._ensure()
         if mode == "vector" and self.embedder is None:
             raise UsageError("mode='vector' needs an embedder and none is configured (embedder provider 'none'): "
                              "use mode='hybrid' or 'fts' (keyword search), or configure an embedder")
         params = FindParams(query=query, top_k=top_k, mode=mode, strategy=strategy, token_budget=token_budget,
-                            reference_time=parse_time(reference_time) or utcnow(), filters=f,
+                            reference_time=now, filters=f,
                             trace=self.settings.retrieval.trace if trace is None else trace,
                             reranker=reranker if reranker is not None else self.reranker)
         task = asyncio.current_task()

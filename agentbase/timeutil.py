@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import date, datetime, time, timedelta, timezone
@@ -26,6 +27,18 @@ _SETTINGS = {
 }
 _PARSER = DateDataParser(languages=["en", "zh"], settings=_SETTINGS)
 _ANY_LANGUAGE = DateDataParser(settings=_SETTINGS)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsers(now: datetime | None) -> tuple[DateDataParser, DateDataParser]:
+    """The English/Chinese and every-language parsers, reading relative words ("last week") from ``now`` (naive
+    UTC; None: the current time)."""
+    if now is None:
+        return _PARSER, _ANY_LANGUAGE
+    settings = {**_SETTINGS, "RELATIVE_BASE": now}
+    return DateDataParser(languages=["en", "zh"], settings=settings), DateDataParser(settings=settings)
+
+
 _HAS_YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
 _ISO_SHAPED = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")  # dateparser would read "2024-13-01" as January 13
 _YEAR = re.compile(r"\d{4}")
@@ -67,7 +80,7 @@ def _period_end(start: datetime, period: str) -> datetime:
         return datetime.max.replace(tzinfo=start.tzinfo)
 
 
-def _parse_text(value: str) -> tuple[datetime, str]:
+def _parse_text(value: str, now: datetime | None = None) -> tuple[datetime, str]:
     text = value.strip()
     if _YEAR.fullmatch(text) and int(text) > 0:
         return datetime(int(text), 1, 1), "year"
@@ -107,9 +120,10 @@ def _parse_text(value: str) -> tuple[datetime, str]:
     if not _WORDY.search(text) or re.sub(r"\W", "", text).isdigit():
         _fail(value)  # "a" ("x" was October), a number in signs ("#42" was 2042)
     plain = text.replace("(", " ").replace(")", " ")
-    data = _PARSER.get_date_data(plain)
+    some_languages, any_language = _parsers(now)
+    data = some_languages.get_date_data(plain)
     if data.date_obj is None and _HAS_YEAR.search(plain):
-        data = _ANY_LANGUAGE.get_date_data(plain)
+        data = any_language.get_date_data(plain)
     if data.date_obj is None:
         _fail(value)
     return data.date_obj, data.period or "time"
@@ -119,7 +133,8 @@ def _fail(value: object) -> datetime:
     raise ValidationError(f"cannot parse time {value!r}")
 
 
-def parse_time(value: datetime | date | str | int | float | None, *, end: bool = False) -> datetime | None:
+def parse_time(value: datetime | date | str | int | float | None, *, end: bool = False,
+               now: datetime | None = None) -> datetime | None:
     """Coerce a user-supplied time to an aware UTC datetime.
 
     A value without a clock time names a period: a date (``"2024-05-31"``, ``datetime.date``, ``"31 May 2024"``,
@@ -132,6 +147,8 @@ def parse_time(value: datetime | date | str | int | float | None, *, end: bool =
         value: an aware or naive datetime (naive is taken as UTC), a ``datetime.date``, an ISO 8601 / human date
             string (parsed with ``dateparser``, e.g. ``"2023/05/20 (Sat) 02:21"``), or Unix seconds (int/float).
         end: return the end of a period instead of its start (for upper bounds).
+        now: the moment relative words are read from (``"yesterday"``, ``"last week"``, ``"3 days ago"``); an
+            aware datetime (naive is UTC); default the current time.
 
     Returns:
         Aware UTC datetime, or None for None.
@@ -155,7 +172,8 @@ def parse_time(value: datetime | date | str | int | float | None, *, end: bool =
         except (OverflowError, OSError, ValueError):
             raise ValidationError(f"Unix seconds {value!r} are outside years 1-9999") from None
     elif isinstance(value, str):
-        dt, period = _parse_text(value)
+        base = None if now is None else (now.astimezone(timezone.utc).replace(tzinfo=None) if now.tzinfo else now)
+        dt, period = _parse_text(value, base)
         dt = _period_start(dt, period)
     else:
         raise ValidationError(f"cannot parse time {value!r}")

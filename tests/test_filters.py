@@ -261,3 +261,19 @@ async def test_delete_all_honours_explicit_superseded_and_archived_flags(db):
     left = await db.list(user_id="d", category="profile", exclude_superseded=False)
     assert [e.l2_full for e in left] == ["User lives in Boston"]
     assert await db.delete_all(user_id="d", category="profile") == 1  # default: old versions too
+
+
+async def test_relative_date_filters_are_read_from_find_reference_time(db):
+    # "last week" in a filter means the week before find()'s reference_time, as a relative word in the query does
+    # (it was read from the wall clock, so a replayed or back-dated query filtered the wrong week).
+    ref = datetime(2023, 5, 10, 12, tzinfo=timezone.utc)  # a Wednesday; last week is Monday 1 to Sunday 7 May
+    inside = {(await db.add_memory(f"standup note {d}", event_time=datetime(2023, 5, d, 9, tzinfo=timezone.utc))).id
+              for d in (1, 7)}
+    for d in (8, 9):
+        await db.add_memory(f"standup note {d}", event_time=datetime(2023, 5, d, 9, tzinfo=timezone.utc))
+    await db.add_memory("standup note april", event_time=datetime(2023, 4, 30, 9, tzinfo=timezone.utc))
+    got = await db.find("standup note", mode="fts", top_k=10, reference_time=ref, date_from="last week",
+                        date_to="last week")
+    assert {r.entry.id for r in got} == inside
+    got = await db.find("standup note", mode="fts", top_k=10, reference_time=ref, date_from="3 days ago")
+    assert {r.entry.l2_full for r in got} == {"standup note 7", "standup note 8", "standup note 9"}  # from May 7

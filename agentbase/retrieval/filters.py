@@ -161,12 +161,14 @@ def _one_or_many(value: Any, what: str, allowed: set[str] | None) -> Any:
 _FILTER_NAMES = frozenset(fld.name for fld in dataclasses.fields(Filters))
 
 
-def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
+def filters_from_kwargs(filters: dict[str, Any], *, now: datetime | None = None) -> Filters:
     """Validate keyword filters into a :class:`Filters`.
 
     Args:
         filters: the keyword arguments of :class:`Filters`. ``context_type`` and ``scope`` must name known values,
             ``category`` must be non-empty strings without NUL (one or a list), ``tags`` a list of strings.
+        now: the moment relative dates in ``date_from`` / ``date_to`` are read from (``"last week"``; aware UTC);
+            default the current time. ``find()`` passes its ``reference_time``.
 
     Returns:
         The checked :class:`Filters`, with ``date_from`` / ``date_to`` as aware UTC datetimes (``date_to`` at the
@@ -195,6 +197,6 @@ def filters_from_kwargs(filters: dict[str, Any]) -> Filters:
         f.tags = check_tags(f.tags)
     if f.metadata is not None and not isinstance(f.metadata, dict):
         raise ValidationError("metadata filter must be a dict")
-    f.date_from = parse_time(f.date_from)
-    f.date_to = parse_time(f.date_to, end=True)
+    f.date_from = parse_time(f.date_from, now=now)
+    f.date_to = parse_time(f.date_to, end=True, now=now)
     return f
