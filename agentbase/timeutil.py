@@ -41,7 +41,7 @@ def _parsers(now: datetime | None) -> tuple[DateDataParser, DateDataParser]:
 
 _HAS_YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
 _ISO_SHAPED = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")  # dateparser would read "2024-13-01" as January 13
-_YEAR = re.compile(r"\d{4}")
+_YEAR = re.compile(r"(\d{4})(?:\s*年)?")  # "2024", "2024年" (dateparser reads "2024年" as year 2)
 _YEAR_MONTH = re.compile(r"(\d{4})-(\d{2})")
 _TIME_ONLY = re.compile(r"(?i)(at\s+)?(\d{1,2}(:\d{2}){0,2}(\.\d+)?\s*([ap]\.?m\.?)?|noon|midnight)")
 _DATE_WITH_OFFSET = re.compile(r"(\d{4}-\d{2}-\d{2})(Z|[+-]\d{2}:\d{2})")
@@ -82,8 +82,9 @@ def _period_end(start: datetime, period: str) -> datetime:
 
 def _parse_text(value: str, now: datetime | None = None) -> tuple[datetime, str]:
     text = value.strip()
-    if _YEAR.fullmatch(text) and int(text) > 0:
-        return datetime(int(text), 1, 1), "year"
+    year = _YEAR.fullmatch(text)
+    if year and int(year[1]) > 0:
+        return datetime(int(year[1]), 1, 1), "year"
     ym = _YEAR_MONTH.fullmatch(text)
     if ym:  # ISO year-month; dateparser would read "2024-13" as 13 January
         if int(ym[1]) == 0 or not 1 <= int(ym[2]) <= 12:
@@ -126,6 +127,9 @@ def _parse_text(value: str, now: datetime | None = None) -> tuple[datetime, str]
         data = any_language.get_date_data(plain)
     if data.date_obj is None:
         _fail(value)
+    years = {int(y) for y in _HAS_YEAR.findall(plain)}
+    if years and data.date_obj.year not in years:
+        _fail(value)  # a four-digit year the parser did not keep is a misreading, not a date
     return data.date_obj, data.period or "time"
 
 

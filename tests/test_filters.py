@@ -101,6 +101,7 @@ async def test_month_and_year_bounds_cover_the_whole_period(db):
     assert {e.id for e in await db.list(date_from="2024-05", date_to="2024-05")} == {first, last}
     assert {e.id for e in await db.list(date_from="May 2024", date_to="May 2024")} == {first, last}
     assert await db.count(date_from="2024", date_to="2024") == 4
+    assert await db.count(date_from="2024年", date_to="2024 年") == 4  # dateparser alone read "2024年" as year 2
     assert await db.count(date_to="2024-04") == 1
 
 
