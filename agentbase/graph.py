@@ -467,7 +467,11 @@ async def extract_relations(ab: Any, entry_ids: list[str] | None, batch: int = 2
     from .storage.entries import ENTRY_COLUMNS, row_to_entry
 
     db = await ab._open()
-    sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'memory'"
+    # A session's relations come from its turns at commit, each at its message's time; the facts and summary the
+    # commit derived restate those turns (the summary dated at the session's end), so reading them again would
+    # reopen ended relations ("I quit Google" -> "Ann joined Google" again at the summary's time).
+    sql = (f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'memory' AND NOT EXISTS "
+           "(SELECT 1 FROM session_memory_links l WHERE l.entry_id = entries.id AND l.kind != 'turn')")
     params: list[Any] = []
     if entry_ids is not None:
         if not isinstance(entry_ids, list) or not all(isinstance(i, str) for i in entry_ids):

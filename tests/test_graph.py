@@ -125,6 +125,21 @@ async def test_speaker_first_person_and_leaving(db):
     assert (await db.timeline("Caroline"))[0].valid_to == utc(2024, 1, 1)
 
 
+async def test_backfill_after_a_commit_leaves_the_turns_timeline_alone(db):
+    # The commit's summary ("Facts: Ann joined Google ...") is dated at the session's end: reading it again reopened
+    # the ended job there, a new zero-length relation on every call.
+    s = await db.create_session(user_id="ann")
+    await db.add_message(s.id, "user", "I've just joined Google.", name="Ann", created_at="2024-01-05")
+    await db.add_message(s.id, "user", "I quit Google.", name="Ann", created_at="2024-03-01")
+    await db.commit_session(s.id)
+    before = [(r.object, r.valid_from, r.valid_to) for r in await db.timeline("Ann")]
+    assert before == [("Google", utc(2024, 1, 5), utc(2024, 3, 1))]
+    assert await db.extract_relations() == 0
+    assert await db.extract_relations() == 0
+    assert [(r.object, r.valid_from, r.valid_to) for r in await db.timeline("Ann")] == before
+    assert await db.facts("Ann") == []
+
+
 async def test_backfill_from_memories_and_graph_candidates(db):
     e = await db.add_memory("Grace works at Umbrella", event_time="2024-02-02", user_id="u1")
     other = await db.add_memory("Heidi lives in Rome", user_id="u2")
