@@ -47,7 +47,7 @@ from .storage.connection import DRIVER_ERRORS
 from .storage.entries import (ENTRY_COLUMNS, _fts_source, enqueue_job, record_history, row_to_entry,
                               update_entry_row)
 from .timeutil import to_db_time
-from .validation import check_id
+from .validation import check_id, check_path
 
 __all__ = ["DEFAULT_MAX_BYTES", "FORMAT_VERSION", "MEMBERS", "ArchiveError", "read_archive"]
 
@@ -133,7 +133,7 @@ async def export_archive(ab: Any, path: str | Path) -> dict[str, Any]:
 
     db = await ab._open()
     await ab._drain_background()
-    target = Path(path)
+    target = check_path(path, "archive path")
     if not target.name or target.is_dir():
         raise ValidationError(f"the archive path must name a file, got {str(path)!r}")
     try:
@@ -186,7 +186,7 @@ def read_archive(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tup
     Raises:
         ArchiveError: any reason listed in the module docstring.
     """
-    p = Path(path)
+    p = check_path(path, "archive path")
     if not p.is_file():
         raise ArchiveError(f"archive {p} does not exist or is not a file")
     if p.stat().st_size > max_bytes:

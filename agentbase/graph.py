@@ -84,8 +84,19 @@ class Relation(BaseModel):
     confidence: float = 1.0
     created_at: datetime
 
-    def valid_at(self, when: datetime) -> bool:
-        """True if the relation held at ``when`` (``valid_from <= when < valid_to``)."""
+    def valid_at(self, when: datetime | str | int | float) -> bool:
+        """True if the relation held at ``when`` (``valid_from <= when < valid_to``).
+
+        Args:
+            when: any time :func:`~agentbase.timeutil.parse_time` reads (a naive datetime is UTC; a date or a
+                string without a clock time is its first moment).
+
+        Raises:
+            ValidationError: ``when`` is not a time.
+        """
+        when = parse_time(when)
+        if when is None:
+            raise ValidationError("valid_at needs a time, got None")
         return (self.valid_from is None or self.valid_from <= when) and (self.valid_to is None or when < self.valid_to)
 
 

@@ -29,10 +29,11 @@ from typing import Any
 
 from .errors import StorageError, ValidationError
 from .models import utcnow
+from .retrieval.filters import filters_from_kwargs
 from .storage.connection import DRIVER_ERRORS
 from .storage.entries import ENTRY_COLUMNS, delete_entry_row, record_history, row_to_entry
 from .timeutil import from_db_time, parse_time, to_db_time
-from .validation import check_id
+from .validation import check_id, check_path
 
 __all__ = ["DEFAULT_TAU0_DAYS", "REINFORCEMENT", "strength"]
 
@@ -112,7 +113,9 @@ async def decay_pass(ab: Any, *, threshold: float, purge: bool, now: Any, tau0_d
         raise ValidationError("threshold must be a number between 0 and 1")
     tau0 = _check_tau(tau0_days)
     ref = parse_time(now) or utcnow()
-    types = [context_type] if isinstance(context_type, str) else list(context_type or [])
+    checked = filters_from_kwargs({"context_type": context_type}).context_type  # a misspelt type is an error
+    one = isinstance(checked, str) or hasattr(checked, "value")
+    types = [getattr(t, "value", t) for t in ([checked] if one else list(checked or []))]
     db = await ab._open()
     sql = "SELECT rid, id, created_at, last_accessed_at, access_count, status FROM entries WHERE superseded_by IS NULL"
     params: list[Any] = []
@@ -211,7 +214,7 @@ async def backup(ab: Any, dest_dir: str | Path, *, keep: int | None) -> dict[str
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
         raise ValidationError("keep must be a positive integer or None")
     db = await ab._open()
-    dest = Path(dest_dir)
+    dest = check_path(dest_dir, "dest_dir")
     try:
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

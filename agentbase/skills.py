@@ -28,7 +28,7 @@ from .index.fts import query_tokens
 from .models import ContextType, Entry, Scope, SearchResult
 from .storage.entries import ENTRY_COLUMNS, delete_entry_row, insert_entry, row_to_entry, update_entry_row
 from .timeutil import to_db_time
-from .validation import check_id, check_limit
+from .validation import check_id, check_limit, check_path
 
 __all__ = ["MAX_SKILL_BYTES", "MAX_SKILL_FILES", "SkillFile", "parse_skill_md", "safe_relpath", "scan_skill_dir"]
 
@@ -91,7 +91,7 @@ def scan_skill_dir(path: str | Path, *, max_files: int = MAX_SKILL_FILES,
         ValidationError: not a folder, a symlink anywhere (the folder itself included), an unsafe name, a
             non-regular file, non-UTF-8 text, no ``SKILL.md``, or a limit exceeded.
     """
-    root = Path(path)
+    root = check_path(path, "skill folder")
     if root.is_symlink():
         raise ValidationError(f"skill folder {root} is a symlink; refusing it")
     if not root.is_dir():

@@ -6,13 +6,15 @@ Bad input raises ValidationError and writes nothing.
 from __future__ import annotations
 
 import math
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from .errors import ValidationError
 
 __all__ = ["INT64_MAX", "INT64_MIN", "check_bool", "check_category", "check_id", "check_int", "check_json", "check_limit",
-           "check_metadata", "check_tags", "check_text", "clean_query"]
+           "check_metadata", "check_path", "check_tags", "check_text", "clean_query"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_ID_LEN = 256
@@ -100,6 +102,30 @@ def check_category(value: Any, what: str = "category") -> str:
     if "\x00" in value:
         raise ValidationError(f"{what} must not contain NUL characters")
     return value
+
+
+def check_path(value: Any, what: str = "path") -> Path:
+    """A file or folder path the caller names: a non-empty ``str`` or ``os.PathLike`` without NUL.
+
+    An empty string would mean the current folder (``Path("")`` is ``.``), so a forgotten argument would back up
+    into, or import, whatever folder the program runs in.
+
+    Returns:
+        The path as a :class:`pathlib.Path`.
+
+    Raises:
+        ValidationError: another type, an empty or blank string, or a NUL character.
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValidationError(f"{what} must be a str or os.PathLike path, got {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise ValidationError(f"{what} must be a text path, got {type(text).__name__}")
+    if not text.strip():
+        raise ValidationError(f"{what} is empty; name a file or folder ('.' for the current folder)")
+    if "\0" in text:
+        raise ValidationError(f"{what} contains a NUL character")
+    return Path(text)
 
 
 def check_int(value: Any, what: str, *, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> int:

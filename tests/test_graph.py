@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 import pytest
 
@@ -180,3 +180,11 @@ def test_sync_twins_exist(tmp_path):
         assert sdb.active_sessions() == []
     finally:
         sdb.close()
+
+
+async def test_valid_at_reads_any_time_argument(db):
+    r = await db.add_relation("Ann", "works_at", "Acme", valid_from="2024-01-01", valid_to="2024-06-01")
+    assert r.valid_at("2024-03-01") and r.valid_at(datetime(2024, 3, 1)) and r.valid_at(1704067200)
+    assert not r.valid_at(date(2024, 6, 1)) and not r.valid_at("2023-12-31")
+    with pytest.raises(ValidationError):
+        r.valid_at("bar")

@@ -132,3 +132,27 @@ def test_cli_forget_and_backup(tmp_path):
     res = runner.invoke(app, ["backup", "--db", str(dbfile), "--dir", str(tmp_path / "bk"), "--keep", "1"], env=env)
     assert res.exit_code == 0, res.output
     assert len(list((tmp_path / "bk").iterdir())) == 1
+
+
+async def test_decay_pass_refuses_an_unknown_context_type_and_changes_nothing(db):
+    e = await db.add_memory("an old note")
+    later = utcnow() + timedelta(days=365)
+    for bad in ("memroy", ["memory", "nope"], 5):
+        with pytest.raises(ValidationError):
+            await db.decay_pass(0.05, now=later, context_type=bad)  # a typo silently turned decay off
+    assert (await db.get(e.id)).status == "active"
+    assert (await db.decay_pass(0.05, now=later, context_type=["memory"]))["archived"] == [e.id]
+
+
+async def test_an_empty_path_is_refused_not_read_as_the_current_folder(db, tmp_path, monkeypatch):
+    # Path("") is ".": backup("") wrote into, and import_skill_dir("") imported, the folder the program ran in.
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "SKILL.md").write_text("---\nname: here\ndescription: the working folder\n---\nbody\n")
+    for call in (lambda: db.backup(""), lambda: db.import_skill_dir(""), lambda: db.export_archive(" "),
+                 lambda: db.import_archive(""), lambda: db.backup(5)):
+        with pytest.raises(ValidationError):
+            await call()
+    assert sorted(p.name for p in work.iterdir()) == ["SKILL.md"]
+    assert await db.count(context_type="skill") == 0

@@ -184,7 +184,7 @@ class KnowledgeAPI:
             ``{"scanned", "archived": [ids], "deleted": [ids], "threshold", "tau0_days", "now"}``.
 
         Raises:
-            ValidationError: threshold outside 0..1 or a non-positive tau0_days.
+            ValidationError: threshold outside 0..1, a non-positive tau0_days, or an unknown context_type.
         """
         await self._settle_for()  # queued enrichment first: its facts decay (or are purged) with the rest
         return await lifecycle.decay_pass(self, threshold=threshold, purge=purge, now=now, tau0_days=tau0_days,
@@ -225,7 +225,7 @@ class KnowledgeAPI:
             ``{"path", "size_bytes", "created_at", "removed": [paths], "kept": [paths]}``.
 
         Raises:
-            ValidationError: bad keep. StorageError: the copy failed.
+            ValidationError: bad keep, or ``dest_dir`` empty or not a path. StorageError: the copy failed.
         """
         return await lifecycle.backup(self, dest_dir, keep=keep)
 
@@ -307,8 +307,9 @@ class KnowledgeAPI:
             The skill :class:`Entry` (content = the SKILL.md body; ``metadata["front_matter"]`` = other keys).
 
         Raises:
-            ValidationError: refused as a whole, database unchanged: symlinks, unsafe names, non-regular files,
-                non-UTF-8 text, no SKILL.md or bad front matter, more than ``max_files`` files or ``max_bytes``.
+            ValidationError: refused as a whole, database unchanged: an empty path, symlinks, unsafe names,
+                non-regular files, non-UTF-8 text, no SKILL.md or bad front matter, more than ``max_files`` files or
+                ``max_bytes``.
         """
         return await skills.import_skill_dir(self, path, max_files=max_files, max_bytes=max_bytes, tags=tags,
                                              owners=owners)
@@ -330,6 +331,7 @@ class KnowledgeAPI:
             ``{"path", "size_bytes", "counts": {member: rows}, "format_version"}``.
 
         Raises:
+            ValidationError: ``path`` is empty, not a path, or a folder.
             StorageError: the file cannot be read or the archive cannot be written.
         """
         await self._settle_for()  # the archive holds enriched sessions, so importing it back reverts nothing
@@ -355,7 +357,7 @@ class KnowledgeAPI:
         Raises:
             ArchiveError (a ValidationError): refused as a whole, nothing written: link or non-file members,
                 unexpected or unsafe member names, oversize, checksum mismatch, damage, non-UTF-8 or bad JSON,
-                or a newer format version.
+                or a newer format version; ValidationError for an empty ``path``.
         """
         out = await archive.import_archive(self, path, max_bytes=max_bytes)
         if flush:
