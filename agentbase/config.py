@@ -6,7 +6,9 @@ Precedence (highest first): keyword arguments to :class:`Settings`, environment 
 
 from __future__ import annotations
 
+import json
 import os
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -340,6 +342,28 @@ def _check_sections(values: dict[Any, Any], where: str) -> None:
                           f"{', '.join(Settings.model_fields)}")
 
 
+def _env_json_hint() -> str:
+    """Name the ``AGENTBASE_<SECTION>__<KEY>`` variables of list or dict settings whose value is not JSON
+    (pydantic-settings reads those as JSON and its error names only the section)."""
+    bad = []
+    for var, value in os.environ.items():
+        section, _, key = var.removeprefix("AGENTBASE_").lower().partition("__")
+        if not var.startswith("AGENTBASE_") or not key:
+            continue
+        model = Settings.model_fields.get(section)
+        field = getattr(model.annotation, "model_fields", {}).get(key) if model is not None else None
+        if field is None or typing.get_origin(field.annotation) not in (list, dict):
+            continue
+        try:
+            json.loads(value)
+        except ValueError:
+            bad.append(var)
+    if not bad:
+        return ""
+    return (f"; {', '.join(sorted(bad))} must hold JSON, as every list or dict setting in the environment does "
+            f"(e.g. AGENTBASE_AUTH__TOKENS='[\"token\"]')")
+
+
 def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
     """Build :class:`Settings` from defaults, ``config_file`` (YAML), the environment and ``overrides``.
 
@@ -364,7 +388,7 @@ def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides
     except PydanticValidationError as exc:
         raise ConfigError(f"invalid settings: {_one_line(exc)}") from exc
     except SettingsError as exc:  # e.g. AGENTBASE_RETRIEVAL=x: an environment value that cannot be parsed
-        raise ConfigError(f"invalid settings in the environment: {exc}") from exc
+        raise ConfigError(f"invalid settings in the environment: {exc}{_env_json_hint()}") from exc
     finally:
         if config_file is not None:
             if old is None:

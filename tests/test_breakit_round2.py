@@ -114,3 +114,11 @@ def test_unparseable_settings_in_the_environment_are_a_config_error(monkeypatch)
     monkeypatch.setenv("AGENTBASE_RETRIEVAL", "x")
     with pytest.raises(ConfigError, match="environment"):
         load_settings()
+
+
+def test_a_list_setting_in_the_environment_must_be_json_and_the_error_names_the_variable(monkeypatch):
+    monkeypatch.setenv("AGENTBASE_AUTH__TOKENS", "tok1")  # the error named only the section "auth"
+    with pytest.raises(ConfigError, match=r"AGENTBASE_AUTH__TOKENS must hold JSON"):
+        load_settings()
+    monkeypatch.setenv("AGENTBASE_AUTH__TOKENS", '["tok1"]')
+    assert load_settings().auth.tokens == ["tok1"]
