@@ -296,3 +296,48 @@ async def test_reserved_fields_written_through_another_api_are_not_echoed_in_a_b
     assert t["tool_resources"] == {"code_interpreter": {"file_ids": ["f1"]}} and t["metadata"] == {"k": "v"}
     assert (await db.get_session(t["id"])).metadata["_openai"]["object"] == "thread"
     await db.close()
+
+
+def test_openai_updates_keep_what_langchain_and_llama_index_store_on_shared_rows(sdb, oa):
+    # A message or thread update replaced the whole metadata: it dropped the exact LangChain message (ids and
+    # response_metadata were rebuilt from columns), brought archived LlamaIndex messages back and hid a LlamaIndex
+    # key from get_keys(); those keys were also shown as OpenAI metadata, too long for the API's own 512 limit.
+    messages = pytest.importorskip("langchain_core.messages")
+    llms = pytest.importorskip("llama_index.core.llms")
+    from agentbase.adapters import AgentBaseChatMessageHistory, AgentBaseChatStore, AgentBaseDBChatStore
+
+    history = AgentBaseChatMessageHistory(sdb, "lc")
+    history.add_messages([messages.HumanMessage("hello", id="my-id-1"),
+                          messages.AIMessage("hi", id="my-id-2", response_metadata={"model": "m"})])
+    before = history.messages
+    page = oa.list_messages("lc", order="asc")
+    assert [m["metadata"] for m in page["data"]] == [{}, {}]
+    for m in page["data"]:
+        assert oa.modify_message("lc", m["id"], metadata={**m["metadata"], "tag": "x"})["metadata"] == {"tag": "x"}
+    assert history.messages == before
+
+    store = AgentBaseDBChatStore(sdb)
+
+    async def archived() -> tuple[list[str], int]:
+        return ([m.content for m in await store.get_messages("li")],
+                await store.count_messages("li", status="archived"))
+
+    async def fill() -> None:
+        await store.add_messages("li", [llms.ChatMessage(role="user", content=f"q{i}") for i in range(4)])
+        await store.archive_oldest_messages("li", 2)
+
+    asyncio.run(fill())
+    first = oa.list_messages("li", order="asc")["data"][0]
+    assert first["metadata"] == {}
+    oa.modify_message("li", first["id"], metadata={"k": "v"})
+    assert asyncio.run(archived()) == (["q2", "q3"], 2)
+
+    chat = AgentBaseChatStore(sdb)
+    chat.add_message("li2", llms.ChatMessage(role="user", content="x"))
+    oa.modify_thread("li2", metadata={"channel": "web"})
+    oa.update_conversation("li", metadata={"k": "v"})
+    assert {"li", "li2"} <= set(chat.get_keys())
+    assert oa.retrieve_thread("li2")["metadata"] == {"channel": "web"}
+    for key in ("langchain", "llama_index_status", "_openai"):
+        with pytest.raises(ValidationError, match="keys must be"):
+            oa.modify_thread("li2", metadata={key: "x"})

@@ -10,10 +10,11 @@ import json
 import uuid
 from typing import Any
 
+from agentbase.adapters._keys import FRAMEWORK_KEYS, OPENAI
 from agentbase.errors import NotFoundError
 from agentbase.errors import ValidationError as _ValidationError
 
-RESERVED = "_openai"
+RESERVED = OPENAI
 THREAD_ROLES = ("user", "assistant")
 CONV_INPUT_ROLES = ("user", "assistant", "system", "developer")
 CONV_ROLES = ("unknown", "user", "assistant", "system", "critic", "discriminator", "developer", "tool")
@@ -61,8 +62,9 @@ def _check_metadata(value: Any, param: str = "metadata") -> dict[str, str] | Non
     _require(isinstance(value, dict), f"Invalid type for '{param}': expected an object.", param)
     _require(len(value) <= 16, f"Invalid '{param}': at most 16 key-value pairs are allowed.", param)
     for key, item in value.items():
-        _require(isinstance(key, str) and 0 < len(key) <= 64 and key != RESERVED,
-                 f"Invalid '{param}': keys must be strings of 1-64 characters (not {RESERVED!r}).", param)
+        _require(isinstance(key, str) and 0 < len(key) <= 64 and key != RESERVED and key not in FRAMEWORK_KEYS,
+                 f"Invalid '{param}': keys must be strings of 1-64 characters (not {RESERVED!r} or "
+                 f"{', '.join(map(repr, sorted(FRAMEWORK_KEYS)))}, which the framework adapters keep).", param)
         _require(isinstance(item, str) and len(item) <= 512,
                  f"Invalid '{param}.{key}': values must be strings of at most 512 characters.",
                  f"{param}.{key}")
@@ -110,8 +112,9 @@ _EXTRA_CHECKS: dict[str, Any] = {
 
 def _split(metadata: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, Any]]:
     """Split stored metadata into the user's (string) metadata and the reserved OpenAI fields (only those whose
-    stored value has the shape this module writes)."""
-    meta = dict(metadata or {})
+    stored value has the shape this module writes). The other adapters' keys (:data:`FRAMEWORK_KEYS`) are in
+    neither: :func:`_join` keeps them."""
+    meta = {k: v for k, v in (metadata or {}).items() if k not in FRAMEWORK_KEYS}
     extra = meta.pop(RESERVED, None)
     shown = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in meta.items()}
     if not isinstance(extra, dict):
@@ -119,9 +122,14 @@ def _split(metadata: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, A
     return shown, {k: v for k, v in extra.items() if k in _EXTRA_CHECKS and _EXTRA_CHECKS[k](v)}
 
 
-def _join(user_meta: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, Any]:
+def _join(user_meta: dict[str, Any] | None, extra: dict[str, Any],
+          stored: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Metadata to store: the user's pairs, the reserved OpenAI fields, and the other adapters' keys of the
+    ``stored`` metadata being replaced (a thread update must not drop the LangChain message or the LlamaIndex
+    archive status kept on the same row)."""
     extra = {k: v for k, v in extra.items() if v is not None}
-    return {**(user_meta or {}), **({RESERVED: extra} if extra else {})}
+    kept = {k: v for k, v in (stored or {}).items() if k in FRAMEWORK_KEYS}
+    return {**(user_meta or {}), **kept, **({RESERVED: extra} if extra else {})}
 
 
 def _thread_message_input(role: Any, content: Any, metadata: Any, attachments: Any,

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentbase import AgentBase, release_db, resolve_db, run_sync
+from agentbase.adapters._keys import LANGCHAIN_MESSAGE
 from agentbase.adapters._owners import foreign_owner
 from agentbase.errors import MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
@@ -52,7 +53,7 @@ except ImportError:  # pragma: no cover - exercised only without langchain-class
 
 __all__ = ["AgentBaseChatMessageHistory", "LangChainMemoryAdapter"]
 
-METADATA_KEY = "langchain"
+METADATA_KEY = LANGCHAIN_MESSAGE
 _ROLE_BY_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
                  "function": "function"}
 # entries that ``commit_session`` copies from a conversation; that conversation's buffer already holds them

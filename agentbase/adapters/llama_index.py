@@ -22,6 +22,7 @@ import random
 from typing import Any, Awaitable, Callable, List, Optional, TypeVar
 
 from agentbase import AgentBase, release_db, resolve_db, run_sync
+from agentbase.adapters._keys import LLAMA_INDEX_MESSAGE, LLAMA_INDEX_SESSION, LLAMA_INDEX_STATUS
 from agentbase.adapters._owners import foreign_owner
 from agentbase.errors import ConflictError, MissingDependencyError, NotFoundError, ValidationError
 from agentbase.models import Message
@@ -38,9 +39,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["AgentBaseChatStore", "AgentBaseDBChatStore"]
 
 T = TypeVar("T")
-METADATA_KEY = "llama_index"
-STATUS_KEY = "llama_index_status"
-SESSION_MARK = "llama_index_chat_store"  # session metadata flag: the session is a key of these stores
+METADATA_KEY = LLAMA_INDEX_MESSAGE
+STATUS_KEY = LLAMA_INDEX_STATUS
+SESSION_MARK = LLAMA_INDEX_SESSION  # session metadata flag: the session is a key of these stores
 _ROLES = {r.value for r in MessageRole}
 _MAX_READ = 1_000_000  # largest ``limit`` AgentBase.get_messages accepts
 _TRIES = 100  # attempts of a guarded read-then-write (insert, pop, drop, archive) before ConflictError

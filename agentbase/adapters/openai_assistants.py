@@ -190,9 +190,10 @@ class AsyncOpenAIAssistantAdapter:
         _, extra = _split(session.metadata)
         if tool_resources is not None:
             extra["tool_resources"] = tool_resources
-        old_meta = {k: v for k, v in session.metadata.items() if k != RESERVED}
+        old_meta = {k: v for k, v in session.metadata.items() if k != RESERVED}  # unchanged values, not shown ones
         return _thread_obj(await self._call("update_session", thread_id,
-                                            metadata=_join(old_meta if meta is None else meta, extra)))
+                                            metadata=_join(old_meta if meta is None else meta, extra,
+                                                           session.metadata)))
 
     async def delete_thread(self, thread_id: str) -> dict[str, Any]:
         """Delete a thread and its messages (``DELETE /v1/threads/{id}``); committed memories stay.
@@ -276,7 +277,7 @@ class AsyncOpenAIAssistantAdapter:
         if meta is None:
             return _message_obj(msg)
         _, extra = _split(msg.metadata)
-        msg = await self._call("update_message", thread_id, message_id, metadata=_join(meta, extra))
+        msg = await self._call("update_message", thread_id, message_id, metadata=_join(meta, extra, msg.metadata))
         return _message_obj(msg)
 
     async def delete_message(self, thread_id: str, message_id: str) -> dict[str, Any]:
@@ -379,7 +380,7 @@ class AsyncOpenAIAssistantAdapter:
         meta = _check_metadata(metadata) or {}
         session = await self._session(conversation_id, "conversation")
         _, extra = _split(session.metadata)
-        session = await self._call("update_session", conversation_id, metadata=_join(meta, extra))
+        session = await self._call("update_session", conversation_id, metadata=_join(meta, extra, session.metadata))
         return _conversation_obj(session)
 
     async def delete_conversation(self, conversation_id: str) -> dict[str, Any]:
