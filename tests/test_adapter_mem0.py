@@ -403,3 +403,19 @@ def test_mem0_names_switch_with_one_import_line(tmp_path, monkeypatch):
         m.add("I like pizza", user_id="alice", infer=False)
         assert m.get_all(user_id="alice")["results"][0]["memory"] == "I like pizza"
     assert (tmp_path / "agentbase.db").is_file()
+
+
+def test_concurrent_infer_adds_on_one_run_report_only_their_facts(db):
+    # Four adds on one run at once: one commit takes the others' messages, whose own commits then found nothing
+    # and kept each message verbatim beside its fact ("User enjoys sport 1" and "I enjoy sport 1").
+    am = AsyncMem0Adapter(db)
+
+    async def main():
+        return await asyncio.gather(*[am.add(f"I enjoy sport {i}", user_id="carol", run_id="shared-run")
+                                      for i in range(4)])
+
+    results = asyncio.run(main())
+    assert [[r["memory"] for r in res["results"]] for res in results] == [[f"User enjoys sport {i}"]
+                                                                          for i in range(4)]
+    stored = sorted(r["memory"] for r in Mem0Adapter(db).get_all(filters={"user_id": "carol"})["results"])
+    assert stored == [f"User enjoys sport {i}" for i in range(4)]

@@ -330,7 +330,10 @@ class _Mem0Base:
                 yield _call("update", e.id, metadata=copy.deepcopy(base))
             results.append({"id": e.id, "memory": e.content, "event": "ADD"})
             results.extend({"id": o.id, "memory": o.content, "event": "DELETE"} for o in replaced)
-        if outcome["facts_added"] + outcome["facts_hardened"] + outcome["facts_superseded"] == 0:
+        # No fact from this call's messages: keep the user messages themselves. Another call on the same run may
+        # have committed this call's messages first (its facts are then found above, by message id, while this
+        # commit's own counts are zero), so both conditions are needed.
+        if not facts and outcome["facts_added"] + outcome["facts_hardened"] + outcome["facts_superseded"] == 0:
             started = datetime.now(timezone.utc)
             for m, text in usable:
                 if m["role"] == "user":
