@@ -419,3 +419,23 @@ def test_concurrent_infer_adds_on_one_run_report_only_their_facts(db):
                                                                           for i in range(4)]
     stored = sorted(r["memory"] for r in Mem0Adapter(db).get_all(filters={"user_id": "carol"})["results"])
     assert stored == [f"User enjoys sport {i}" for i in range(4)]
+
+
+def test_metadata_filters_follow_qdrant_for_lists_nested_keys_and_booleans(m):
+    # mem0's default store matches an item of a stored list and reads "cfg.lang" into nested metadata; True is
+    # not 1. The adapter found nothing for the first two and matched {"eq": True} against a stored 1.
+    m.add("likes tea", user_id="u", infer=False, metadata={"tags": ["x", "y"], "cfg": {"lang": "en"}, "n": 1})
+    m.add("likes coffee", user_id="u", infer=False, metadata={"tags": "z", "n": True})
+
+    def found(flt):
+        listed = sorted(r["memory"] for r in m.get_all(filters={"user_id": "u", **flt})["results"])
+        searched = sorted(r["memory"] for r in m.search("likes", filters={"user_id": "u", **flt})["results"])
+        assert listed == searched, flt
+        return listed
+
+    for flt in ({"tags": "x"}, {"tags": {"eq": "x"}}, {"cfg.lang": "en"}, {"cfg.lang": {"eq": "en"}},
+                {"tags": {"in": ["y"]}}, {"n": 1}, {"n": {"eq": 1}}):
+        assert found(flt) == ["likes tea"], flt
+    assert found({"tags": {"ne": "x"}}) == ["likes coffee"]
+    assert found({"n": {"eq": True}}) == found({"n": True}) == ["likes coffee"]
+    assert found({"cfg.lang": "fr"}) == []

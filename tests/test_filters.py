@@ -278,3 +278,18 @@ async def test_relative_date_filters_are_read_from_find_reference_time(db):
     assert {r.entry.id for r in got} == inside
     got = await db.find("standup note", mode="fts", top_k=10, reference_time=ref, date_from="3 days ago")
     assert {r.entry.l2_full for r in got} == {"standup note 7", "standup note 8", "standup note 9"}  # from May 7
+
+
+async def test_a_metadata_filter_matches_an_item_of_a_stored_array_of_the_same_type(db):
+    # {"tags": "x"} found nothing for "tags": ["x", "y"] (Qdrant, Pinecone and mem0 match an item of a list)
+    a = (await db.add_memory("a", metadata={"tags": ["x", "y"], "l": [1, 2.0, True, None], "o": {"x": 1}})).id
+    b = (await db.add_memory("b", metadata={"tags": "x", "l": 1, "o": "x"})).id
+    assert {e.id for e in await db.list(metadata={"tags": "x"})} == {a, b}
+    assert {e.id for e in await db.list(metadata={"tags": "y"})} == {a}
+    assert {e.id for e in await db.list(metadata={"l": 2})} == {a}
+    assert {e.id for e in await db.list(metadata={"l": True})} == {a}  # true is not the number 1
+    assert {e.id for e in await db.list(metadata={"l": 1})} == {a, b}
+    assert {e.id for e in await db.list(metadata={"l": None})} == {a}
+    assert {e.id for e in await db.list(metadata={"o": "x"})} == {b}  # an object never matches
+    assert await db.count(metadata={"tags": "q"}) == 0
+    assert {r.entry.id for r in await db.find("a", mode="fts", metadata={"tags": "y"})} <= {a}

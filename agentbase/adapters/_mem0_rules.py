@@ -207,7 +207,7 @@ def _split_filters(filters: dict | None, keywords: dict) -> tuple[dict, dict, di
         if key in _OWNERS and isinstance(value, str) and value != "*":
             owners["session_id" if key == "run_id" else key] = value
         elif key not in _LOGICAL and key not in _OWNERS and scalar and _SQL_META_KEY.match(key) \
-                and key not in ("created_at", "updated_at"):
+                and "." not in key and key not in ("created_at", "updated_at"):  # "cfg.lang" reads nested keys
             meta[key] = value
         else:
             post[key] = value
@@ -233,13 +233,37 @@ def _contains(actual: Any, arg: Any, fold: bool) -> bool:
     return False
 
 
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``True`` is not ``1`` (Python's ``==`` says it is; Qdrant keeps booleans apart)."""
+    return (isinstance(a, bool) == isinstance(b, bool)) and a == b
+
+
+def _equals(actual: Any, value: Any) -> bool:
+    """Qdrant's match: a stored list matches when one of its items does."""
+    if isinstance(actual, list):
+        return any(_same(a, value) for a in actual)
+    return _same(actual, value)
+
+
 def _in(actual: Any, options: Any) -> bool:
     options = options if isinstance(options, (list, tuple, set)) else [options]
-    return any(a in options for a in actual) if isinstance(actual, list) else actual in options
+    return any(_equals(actual, o) for o in options)
+
+
+def _lookup(payload: dict, key: str) -> Any:
+    """``payload[key]``, else a dotted key read into nested objects (Qdrant: ``"cfg.lang"``)."""
+    if key in payload:
+        return payload[key]
+    value: Any = payload
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
 
 
 _OPS = {
-    "eq": lambda a, v: a == v, "ne": lambda a, v: a != v, "in": _in, "nin": lambda a, v: not _in(a, v),
+    "eq": _equals, "ne": lambda a, v: not _equals(a, v), "in": _in, "nin": lambda a, v: not _in(a, v),
     "gt": lambda a, v: (c := _compare(a, v)) is not None and c > 0,
     "gte": lambda a, v: (c := _compare(a, v)) is not None and c >= 0,
     "lt": lambda a, v: (c := _compare(a, v)) is not None and c < 0,
@@ -258,7 +282,7 @@ def _match(payload: dict, cond: dict) -> bool:
         elif key == "NOT":
             ok = not any(_match(payload, c) for c in value)
         else:
-            actual = payload.get(key, _MISSING)
+            actual = _lookup(payload, key)
             if value == "*":  # mem0's default store (Qdrant) skips the condition: any value, or none
                 ok = True
             elif actual is _MISSING or actual is None:
@@ -268,7 +292,7 @@ def _match(payload: dict, cond: dict) -> bool:
             elif isinstance(value, list):
                 ok = _in(actual, value)
             else:
-                ok = actual == value
+                ok = _equals(actual, value)
         if not ok:
             return False
     return True

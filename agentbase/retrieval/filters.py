@@ -33,8 +33,9 @@ class Filters:
         scope: one scope or a list (any of them; an empty list matches nothing).
         user_id, agent_id, project_id, session_id: owner ids (exact match).
         metadata: equality on top-level metadata keys (JSON scalars), type included: a string matches only a
-            stored string (never an array or object), ``True`` only ``true``, a number any equal number (``1``
-            and ``1.0``); ``None`` matches a key stored as JSON ``null``, not a missing key.
+            stored string, ``True`` only ``true``, a number any equal number (``1`` and ``1.0``); ``None`` matches
+            a key stored as JSON ``null``, not a missing key. A stored array matches when one of its items does
+            (``{"tags": "x"}`` finds ``["x", "y"]``, as in Qdrant and Pinecone); an object never matches.
         date_from, date_to: inclusive bounds on ``COALESCE(event_time, created_at)`` (UTC). A bound without a
             clock time (``"2024-05-31"``, ``"2024-05"``, ``"2024"``, a ``datetime.date``) names a period:
             ``date_from`` is its first moment and ``date_to`` its last, so ``date_to="2024-05-31"`` includes
@@ -113,18 +114,19 @@ class Filters:
             else:  # NaN/infinity, lone surrogates
                 check_json(value, f"metadata filter value for {key!r}")
             # Compared as JSON values: the stored type must agree (json_extract alone gives an array's JSON text,
-            # true as 1, and NULL for a missing key as for a null).
+            # true as 1, and NULL for a missing key as for a null). A stored array matches when one of its items
+            # does, as in Qdrant, Pinecone and mem0 ({"tags": "x"} finds "tags": ["x", "y"]).
             path = f'$."{key}"'
             if value is None or isinstance(value, bool):
-                clauses.append(f"json_type({a}.metadata, ?) = ?")
-                params.extend([path, json.dumps(value)])  # 'null', 'true', 'false'
+                test, args = "{t} = ?", [json.dumps(value)]  # 'null', 'true', 'false'
             elif isinstance(value, str):
-                clauses.append(f"(json_type({a}.metadata, ?) = 'text' AND json_extract({a}.metadata, ?) = ?)")
-                params.extend([path, path, value])
+                test, args = "{t} = 'text' AND {v} = ?", [value]
             else:  # int or float: 1 and 1.0 are the same number
-                clauses.append(f"(json_type({a}.metadata, ?) IN ('integer', 'real') "
-                               f"AND json_extract({a}.metadata, ?) = ?)")
-                params.extend([path, path, value])
+                test, args = "{t} IN ('integer', 'real') AND {v} = ?", [value]
+            clauses.append(f"(json_type({a}.metadata, ?) = 'array' AND EXISTS (SELECT 1 FROM json_each({a}.metadata, ?) "
+                           f"WHERE {test.format(t='type', v='value')}) OR "
+                           f"{test.format(t=f'json_type({a}.metadata, ?)', v=f'json_extract({a}.metadata, ?)')})")
+            params.extend([path, path, *args, path, *([path] if "{v}" in test else []), *args])
         if self.date_from is not None:
             clauses.append(f"COALESCE({a}.event_time, {a}.created_at) >= ?")
             params.append(to_db_time(self.date_from))
