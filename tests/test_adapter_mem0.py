@@ -439,3 +439,25 @@ def test_metadata_filters_follow_qdrant_for_lists_nested_keys_and_booleans(m):
     assert found({"tags": {"ne": "x"}}) == ["likes coffee"]
     assert found({"n": {"eq": True}}) == found({"n": True}) == ["likes coffee"]
     assert found({"cfg.lang": "fr"}) == []
+
+
+def test_payload_keys_mem0_writes_itself_never_show_in_metadata(m):
+    # mem0 sets data/hash/created_at/updated_at after merging the caller's metadata, so they never appear in it;
+    # the adapter kept them inside metadata. Memory(config) as mem0's constructor takes it.
+    mid = m.add("likes tea", user_id="u", infer=False, metadata={"data": "x", "hash": "h", "k": 1})["results"][0]["id"]
+    m.update(mid, metadata={"created_at": "2000", "updated_at": "2000", "k": 2})
+    item = m.get(mid)
+    assert item["metadata"] == {"k": 2} and item["memory"] == "likes tea" and item["created_at"] > "2001"
+
+
+def test_memory_takes_a_mem0_config_as_its_constructor_does(tmp_path):
+    cfg = {"vector_store": {"provider": "qdrant", "config": {"path": str(tmp_path / "store")}},
+           "agentbase": {"embedder": "hash"}}
+    for m in (mem0_mod.Memory(cfg), mem0_mod.Memory(config=cfg)):
+        m.add("I like pizza", user_id="u", infer=False)
+        m.close()
+    assert (tmp_path / "store" / "agentbase.db").is_file()
+    with mem0_mod.Memory.from_config(cfg) as m:
+        assert len(m.get_all(filters={"user_id": "u"})["results"]) == 2
+    with pytest.raises(TypeError):
+        mem0_mod.Memory(str(tmp_path / "x.db"), config=cfg)

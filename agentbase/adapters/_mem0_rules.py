@@ -117,9 +117,17 @@ def _expired(entry: Any) -> bool:
         return False
 
 
+# mem0 writes these payload keys itself after merging the caller's metadata, so a caller's value never shows
+_CORE_KEYS = ("data", "hash", "created_at", "updated_at")
+
+
 def _strip_identity(metadata: dict, existing: dict, where: str) -> dict:
+    """The caller's metadata without identity keys (a changed one logs a warning) and without the payload keys
+    mem0 overwrites (``data``, ``hash``, ``created_at``, ``updated_at``: dropped silently, as mem0 does)."""
     clean = {}
     for key, value in copy.deepcopy(metadata).items():
+        if key in _CORE_KEYS:
+            continue
         if key not in _IDENTITY:
             clean[key] = value
         elif value != existing.get(key):

@@ -112,25 +112,65 @@ async def _drive_async(db: AgentBase, op: Op) -> Any:
             send, error = None, exc
 
 
+def _read_mem0_config(config: Any) -> tuple[Any, Any, Any]:
+    """``(database path, embedder, settings)`` from a mem0 config (see :meth:`_Mem0Base.from_config`)."""
+    if hasattr(config, "model_dump"):
+        config = config.model_dump()
+    if not isinstance(config, dict):
+        raise ValueError("a mem0 config must be a dict or a MemoryConfig")
+    own = dict(config.get("agentbase") or {})
+    path = own.get("path")
+    vs_conf = (config.get("vector_store") or {}).get("config") or {}
+    vs_path = vs_conf.get("path") if isinstance(vs_conf, dict) else getattr(vs_conf, "path", None)
+    if path is None and vs_path:
+        path = Path(vs_path)
+        path = path if path.suffix in (".db", ".sqlite", ".sqlite3") else path / "agentbase.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+    embedder, emb = own.get("embedder"), config.get("embedder") or {}
+    if embedder is None and emb.get("provider") == "langchain" and (emb.get("config") or {}).get("model"):
+        embedder = _LangChainEmbedder(emb["config"]["model"], emb["config"].get("embedding_dims"))
+    elif embedder is None and emb:
+        log.info("mem0 embedder provider %r ignored; AgentBase settings choose the embedder", emb.get("provider"))
+    ignored = sorted(k for k in ("llm", "reranker", "graph_store", "history_db_path") if config.get(k))
+    if ignored:
+        log.info("mem0 config sections ignored by AgentBase: %s", ", ".join(ignored))
+    settings = None
+    if own.get("settings") or own.get("config_file"):
+        settings = load_settings(own.get("config_file"), **dict(own.get("settings") or {}))
+    return path or "agentbase.db", embedder, settings
+
+
 class _Mem0Base:
     """The mem0 API written once; each public method is an operation that the sync or async class drives."""
 
-    def __init__(self, db: AgentBase | SyncAgentBase | str | os.PathLike[str] | None = None, *,
-                 embedder: Any = None, settings: Any = None, wait_for_vectors: bool = True):
+    def __init__(self, db: AgentBase | SyncAgentBase | str | os.PathLike[str] | dict | None = None, *,
+                 embedder: Any = None, settings: Any = None, wait_for_vectors: bool = True, config: Any = None):
         """Wrap an AgentBase.
 
         Args:
             db: an :class:`AgentBase`, a :class:`SyncAgentBase`, or a database path (default
                 ``"agentbase.db"``; the adapter then owns the database and :meth:`close` closes it; a database
-                passed in stays open).
+                passed in stays open). A mem0 config given first, as ``Memory(config)`` does, is read as
+                ``config``.
             embedder: with a path: an embedder object or provider name for :class:`AgentBase`.
             settings: with a path: :class:`~agentbase.config.Settings` for :class:`AgentBase`.
             wait_for_vectors: after a write, wait until it is embedded (mem0 embeds before returning, so a
                 search right after ``add`` uses the vector); ``False`` returns at commit and vectors follow.
+            config: mem0's ``Memory(config=MemoryConfig(...))``: a ``MemoryConfig`` (anything with
+                ``model_dump()``) or its dict, read as :meth:`from_config` reads it (instead of ``db``).
 
         Raises:
-            TypeError: ``db`` is none of the accepted types.
+            TypeError: ``db`` is none of the accepted types, or both ``db`` and ``config`` are given.
+            ValueError, ConfigError: as :meth:`from_config`.
         """
+        if isinstance(db, dict) or hasattr(db, "model_dump"):
+            db, config = (None, db) if config is None else (db, config)
+        if config is not None:
+            if db is not None:
+                raise TypeError("give either db or a mem0 config, not both")
+            db, mem0_embedder, mem0_settings = _read_mem0_config(config)
+            embedder = mem0_embedder if embedder is None else embedder
+            settings = mem0_settings if settings is None else settings
         self.db, self._owned = resolve_db("agentbase.db" if db is None else db, settings=settings,
                                           embedder=embedder)
         self._wait = wait_for_vectors
@@ -156,28 +196,7 @@ class _Mem0Base:
         """
         if not isinstance(config_dict, dict):
             raise ValueError("config_dict must be a dict")
-        own = dict(config_dict.get("agentbase") or {})
-        path = own.get("path")
-        vs_conf = (config_dict.get("vector_store") or {}).get("config") or {}
-        vs_path = vs_conf.get("path") if isinstance(vs_conf, dict) else getattr(vs_conf, "path", None)
-        if path is None and vs_path:
-            path = Path(vs_path)
-            path = path if path.suffix in (".db", ".sqlite", ".sqlite3") else path / "agentbase.db"
-            path.parent.mkdir(parents=True, exist_ok=True)
-        embedder, emb = own.get("embedder"), config_dict.get("embedder") or {}
-        if embedder is None and emb.get("provider") == "langchain" and (emb.get("config") or {}).get("model"):
-            embedder = _LangChainEmbedder(emb["config"]["model"], emb["config"].get("embedding_dims"))
-        elif embedder is None and emb:
-            log.info("mem0 embedder provider %r ignored; AgentBase settings choose the embedder",
-                     emb.get("provider"))
-        ignored = sorted(k for k in ("llm", "reranker", "graph_store", "history_db_path")
-                         if config_dict.get(k))
-        if ignored:
-            log.info("mem0 config sections ignored by AgentBase: %s", ", ".join(ignored))
-        settings = None
-        if own.get("settings") or own.get("config_file"):
-            settings = load_settings(own.get("config_file"), **dict(own.get("settings") or {}))
-        return cls(path or "agentbase.db", embedder=embedder, settings=settings)
+        return cls(config=config_dict)
 
     # ------------------------------------------------------------------ the mem0 API
     def add(self, messages: Any, *, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
