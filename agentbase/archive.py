@@ -5,7 +5,7 @@ Layout (format version 1), every member a regular UTF-8 file at the top level of
     manifest.json         {"format": "agentbase-archive", "format_version": 1, "created_at", "agentbase_version",
                            "schema_version", "counts": {member: rows}, "files": {member: {"sha256", "bytes"}}}
     entries.jsonl         every entry with all three layers, tags, metadata, owners, times, access counts,
-                          supersession and status, plus "embedded" (whether it had a vector)
+                          supersession and status, plus "embedded" (whether it had a vector or one queued)
     history.jsonl         entry_history events (ADD / UPDATE / DELETE), in order
     sessions.jsonl        sessions;  messages.jsonl: their messages;  links.jsonl: session_memory_links
     entities.jsonl        graph entities;  entity_aliases.jsonl;  relations.jsonl: relations with validity
@@ -59,9 +59,11 @@ _ENTRY_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")][1:]  # row_to_entry
 _DERIVED = ("rid", "fts_text")  # rebuilt on import
 # member -> (SQL that exports it in a stable order, required fields)
 _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    # every stored column of entries (read from the schema at export time) plus whether it had a vector
-    "entries.jsonl": ("SELECT {columns}, EXISTS (SELECT 1 FROM embeddings m WHERE m.rid = e.rid) AS embedded "
-                      "FROM entries e ORDER BY e.rid",
+    # every stored column of entries (read from the schema at export time) plus whether it has a vector, or one
+    # queued: an export taken before the embedding queue drained still gives the importer a job for it
+    "entries.jsonl": ("SELECT {columns}, (EXISTS (SELECT 1 FROM embeddings m WHERE m.rid = e.rid) OR EXISTS "
+                      "(SELECT 1 FROM jobs j WHERE j.kind = 'embed' AND j.target = e.id AND j.status != 'done')) "
+                      "AS embedded FROM entries e ORDER BY e.rid",
                       ("id", "l2_full", "context_type", "scope", "status", "created_at", "updated_at", "tags",
                        "metadata", "content_hash")),
     "history.jsonl": ("SELECT id, entry_id, event, old_value, new_value, metadata, created_at FROM entry_history "

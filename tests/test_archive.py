@@ -265,3 +265,17 @@ def test_cli_export_import_and_graph_facts(tmp_path):
     (tmp_path / "bad.tar").write_bytes(b"junk")
     res = runner.invoke(app, ["import-archive", str(tmp_path / "bad.tar"), "--db", str(dst)], env=env)
     assert res.exit_code == 2 and "damaged" in res.output
+
+
+async def test_an_entry_whose_vector_was_still_queued_at_export_gets_one_on_import(tmp_path):
+    # "embedded" was whether a vector existed: an export taken before the queue drained gave entries that never
+    # got a vector on the importing side (no job, and flush() reported nothing left).
+    from agentbase import AgentBase
+
+    async with AgentBase(path=tmp_path / "src.db", embedder="none") as src:  # keyword-only: the job waits
+        e = await src.add_memory("The deploy window is Friday at noon", user_id="u")
+        await src.export_archive(tmp_path / "a.tar")
+    async with make_db(tmp_path / "dst.db") as dst:
+        assert (await dst.import_archive(tmp_path / "a.tar"))["entries_added"] == 1
+        hits = await dst.find("deploy window Friday noon", mode="vector", user_id="u")
+        assert [r.entry.id for r in hits] == [e.id]
