@@ -200,23 +200,27 @@ def add(content: str, db: str = DbOpt, category: str = "fact", tag: list[str] = 
 def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-k"), user_id: Optional[str] = None,
          mode: str = "hybrid", embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Search the database."""
-    async def go() -> Any:
+    async def go() -> None:
         async with _db(db, embedder, existing=True) as ab:
             found = await ab.find(query, top_k=top_k, user_id=user_id, mode=mode)
-            return found, (ab.degrade_reason() if mode == "hybrid" else None)
-    results, degraded = _run(go())
-    if degraded:  # on stderr: --json output stays parseable
-        err.print(_tagged("warning:", "yellow", degraded))
-    if as_json:
-        _out([_dump(r) for r in results], True)
-        return
-    table = Table("score", "matched_by", "category", "text", "id")
-    for r in results:
-        table.add_row(f"{r.score:.3f}", r.matched_by, _cell(r.entry.category), _cell(r.text[:100]),
-                      _cell(r.entry.id[:8]))
-    console.print(table)
-    if results and results[0].trace_id:
-        console.print(f"trace: {results[0].trace_id}")
+            # printed before the file closes: closing stores the trace, which waits while another process writes
+            show(found, ab.degrade_reason() if mode == "hybrid" else None)
+
+    def show(results: list[Any], degraded: str | None) -> None:
+        if degraded:  # on stderr: --json output stays parseable
+            err.print(_tagged("warning:", "yellow", degraded))
+        if as_json:
+            _out([_dump(r) for r in results], True)
+            return
+        table = Table("score", "matched_by", "category", "text", "id")
+        for r in results:
+            table.add_row(f"{r.score:.3f}", r.matched_by, _cell(r.entry.category), _cell(r.text[:100]),
+                          _cell(r.entry.id[:8]))
+        console.print(table)
+        if results and results[0].trace_id:
+            console.print(f"trace: {results[0].trace_id}")
+
+    _run(go())
 
 
 @app.command()

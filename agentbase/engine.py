@@ -269,6 +269,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             self.vector_error = DimensionMismatchError(stored, dims, rows.get("vector_model", ""),
                                                        self.embedder.model_id)
             return
+        vec_table = self.db.vector_engine != "sqlite-vec" or bool(await self.db.fetchall(
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (VEC_TABLE,)))
+        if stored is not None and "vector_model" in rows and vec_table:
+            return  # nothing to write: opening a file another process is writing to does not wait for its lock
         async with self.db.transaction() as conn:
             await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
                                (str(dims), self.embedder.model_id))

@@ -264,6 +264,31 @@ async def test_write_lock_held_elsewhere_raises_storage_error_and_changes_nothin
         await ab.close()
 
 
+async def test_a_reader_opens_and_searches_while_another_process_holds_the_write_lock(tmp_path):
+    # Opening ran a migration transaction and recorded the vector dimension in one even when nothing changed, so
+    # a process that only reads (agentbase find, stats, get) waited for another's long write and then failed.
+    import subprocess
+    import sys
+
+
+    async with AgentBase(tmp_path / "r.db", settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=64)) as ab:
+        e = await ab.add_memory("the quarterly report is due on Friday")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+        "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.readline(); c.execute('ROLLBACK')"),
+        str(tmp_path / "r.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    settings = load_settings(ner="regex", retrieval={"trace": False, "count_recalls": False})
+    settings.storage.busy_timeout_s = 0.3
+    ab = AgentBase(tmp_path / "r.db", settings=settings, embedder=HashEmbedder(dims=64))
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert [r.entry.id for r in await ab.find("quarterly report", top_k=1)] == [e.id]
+        assert (await ab.get(e.id)).l2_full == "the quarterly report is due on Friday"
+    finally:
+        holder.communicate("\n", timeout=30)
+        await ab.close()
+
+
 async def test_close_waits_for_running_finds_and_stores_their_traces(db_path):
     ab = make_db(db_path)
     for i in range(200):

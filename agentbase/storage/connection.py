@@ -230,6 +230,17 @@ class Database:
                 delay = min(delay * 2, 0.5)
 
     async def _migrate(self, target: int) -> None:
+        # A file already at ``target`` needs no write: read its version first, so opening it never waits for the
+        # write lock another process holds (a read-only `agentbase find` waited out a long import, then failed).
+        # A file at another version is checked again inside the write transaction below.
+        try:
+            row = await self._retry_busy(lambda: self._read("SELECT MAX(version) FROM schema_version", ()))
+        except DRIVER_ERRORS as exc:
+            if "no such table" not in str(exc):
+                raise
+        else:
+            if row and row[0][0] == target:
+                return
         async with self.transaction() as conn:
             await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = await (await conn.execute("SELECT MAX(version) FROM schema_version")).fetchone()
