@@ -39,7 +39,7 @@ from .storage.entries import (
     row_to_entry,
 )
 from .timeutil import parse_time, to_db_time
-from .validation import check_bool, check_id, check_limit
+from .validation import check_bool, check_id, check_limit, check_path
 
 __all__ = ["AgentBase"]
 
@@ -108,15 +108,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 Settings nor a mapping of valid sections, ``embedder`` is neither a known provider name nor an
                 embedder object.
             ValidationError: ``reranker`` is not callable."""
-        if not isinstance(path, (str, os.PathLike)):
-            raise ConfigError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-        name = os.fspath(path)
-        if not isinstance(name, str):
-            raise ConfigError(f"path must name the file as text, got {type(name).__name__}")
-        if not name.strip():
-            raise ConfigError("path is empty: name the database file (e.g. 'agentbase.db')")
-        if "\0" in name:
-            raise ConfigError("path contains a NUL character")
+        name = str(check_path(path, error=ConfigError, empty_hint="name the database file (e.g. 'agentbase.db')"))
         if name == ":memory:" or name.startswith("file::memory:"):
             raise ConfigError("an in-memory database is not supported: name a file (a temporary one for tests)")
         if Path(path).is_dir():

@@ -104,27 +104,32 @@ def check_category(value: Any, what: str = "category") -> str:
     return value
 
 
-def check_path(value: Any, what: str = "path") -> Path:
+def check_path(value: Any, what: str = "path", *, error: type[Exception] = ValidationError,
+               empty_hint: str = "name a file or folder ('.' for the current folder)") -> Path:
     """A file or folder path the caller names: a non-empty ``str`` or ``os.PathLike`` without NUL.
 
     An empty string would mean the current folder (``Path("")`` is ``.``), so a forgotten argument would back up
     into, or import, whatever folder the program runs in.
 
+    Args:
+        value: the path. what: its name in messages. error: the exception class raised (``AgentBase(path=...)``
+            raises ``ConfigError``). empty_hint: what the message for an empty path tells the caller to do.
+
     Returns:
         The path as a :class:`pathlib.Path`.
 
     Raises:
-        ValidationError: another type, an empty or blank string, or a NUL character.
+        ValidationError (or ``error``): another type, an empty or blank string, or a NUL character.
     """
     if not isinstance(value, (str, os.PathLike)):
-        raise ValidationError(f"{what} must be a str or os.PathLike path, got {type(value).__name__}")
+        raise error(f"{what} must be a str or os.PathLike path, got {type(value).__name__}")
     text = os.fspath(value)
     if not isinstance(text, str):
-        raise ValidationError(f"{what} must be a text path, got {type(text).__name__}")
+        raise error(f"{what} must be a text path, got {type(text).__name__}")
     if not text.strip():
-        raise ValidationError(f"{what} is empty; name a file or folder ('.' for the current folder)")
+        raise error(f"{what} is empty: {empty_hint}")
     if "\0" in text:
-        raise ValidationError(f"{what} contains a NUL character")
+        raise error(f"{what} contains a NUL character")
     return Path(text)
 
 
