@@ -189,12 +189,27 @@ async def import_skill_dir(ab: Any, path: str | Path, *, max_files: int, max_byt
                             owners={k: owners.get(k) for k in ("user_id", "agent_id", "project_id", "session_id")},
                             confidence=1.0, importance=0.5, event_time=None, context_type=ContextType.SKILL,
                             entry_id=None, extra={"name": name, "description": description})
+    return await store_skill(ab, built, files)
+
+
+async def store_skill(ab: Any, built: Entry, files: list[SkillFile]) -> Entry:
+    """Insert a skill entry, or replace the skill of the same name and owners in one transaction: same entry id
+    and ``created_at``, new text (an ``UPDATE`` history event), ``files`` as its whole file set (older
+    duplicates of the name, left by versions that did not replace, are deleted).
+
+    Args:
+        built: the new version (from ``AgentBase._build_entry``, ``context_type="skill"``, ``name`` set).
+        files: its folder's files (empty for :meth:`AgentBase.add_skill`).
+
+    Returns:
+        The stored entry.
+    """
     db = await ab._open()
     async with db.transaction() as conn:
         rows = await (await conn.execute(
             f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'skill' AND name = ? AND user_id IS ? "
             f"AND agent_id IS ? AND project_id IS ? ORDER BY rid",
-            (name, built.user_id, built.agent_id, built.project_id))).fetchall()
+            (built.name, built.user_id, built.agent_id, built.project_id))).fetchall()
         if rows:
             old = row_to_entry(rows[0])
             entry = built.model_copy(update={"id": old.id, "created_at": old.created_at,

@@ -223,3 +223,20 @@ async def test_resource_chunks_point_back_to_their_resource(db):
         best = hits[0].entry
         assert "case 33 " in best.l2_full
         assert content[best.metadata["char_start"]:].startswith(best.l2_full)
+
+
+async def test_adding_a_skill_name_the_owners_have_replaces_it(db, tmp_path):
+    # add_skill twice made two "deploy" skills (find_skills returned both); a name is a skill's identity, as for
+    # import_skill_dir, and other owners keep their own skill of that name.
+    first = await db.add_skill("deploy-app", "Deploy the web app", "1. run deploy.sh", user_id="a")
+    other = await db.add_skill("deploy-app", "Deploy the other app", "run make deploy", user_id="b")
+    again = await db.add_skill("deploy-app", "Deploy the web app safely", "1. run checks 2. run deploy.sh",
+                               user_id="a")
+    assert again.id == first.id and again.created_at == first.created_at and other.id != first.id
+    assert (await db.get(first.id)).l2_full == "1. run checks 2. run deploy.sh"
+    assert await db.count(context_type="skill") == 2
+    assert [h.event for h in await db.history(first.id)] == ["ADD", "UPDATE"]
+    imported = await db.import_skill_dir(make_skill(tmp_path / "s"), user_id="a")  # name: deploy-app
+    assert imported.id == first.id and await db.get_skill_files(first.id)
+    await db.add_skill("deploy-app", "Deploy by hand", "ssh and pull", user_id="a")
+    assert await db.get_skill_files(first.id) == {}

@@ -485,20 +485,27 @@ class EntriesAPI:
                         **owners: Any) -> Entry:
         """Store a skill (what an agent can do): name, description, instructions and an optional input schema.
 
+        A skill's name is its identity among the same owners (as for :meth:`import_skill_dir`): adding a name
+        the owners already have replaces that skill in one transaction (same id and ``created_at``, new text,
+        an ``UPDATE`` history event; an imported skill's files are dropped with its old version).
+
         Returns:
             The skill entry (``context_type="skill"``, ``category="procedure"``).
 
         Raises:
-            ValidationError: empty name or description.
+            ValidationError: empty name or description, bad tags, metadata or owners.
         """
+        from ..skills import store_skill
+
         check_text(name, "name")
         check_text(description, "description")
         meta = {**check_metadata(metadata), **({"input_schema": input_schema} if input_schema else {})}
-        return await self._add(content or description, category="procedure", tags=tags, metadata=meta,
-                               scope=owners.pop("scope", Scope.GLOBAL),
-                               owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0, importance=0.5,
-                               event_time=None, context_type=ContextType.SKILL, dedup=False, entry_id=None,
-                               extra={"name": name, "description": description})
+        built = self._build_entry(content or description, category="procedure", tags=tags, metadata=meta,
+                                  scope=owners.pop("scope", Scope.GLOBAL),
+                                  owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0, importance=0.5,
+                                  event_time=None, context_type=ContextType.SKILL, entry_id=None,
+                                  extra={"name": " ".join(name.split()), "description": description})
+        return await store_skill(self, built, [])
 
 
 def _prefix_successor(prefix: str) -> str | None:
