@@ -25,6 +25,7 @@ from rich.text import Text
 from .cli_bench import bench_app
 from .errors import (AgentBaseError, ConfigError, MissingDependencyError, NotFoundError, UsageError,
                      ValidationError)
+from .validation import check_path
 
 app = typer.Typer(help="AgentBase: a context database for AI agents in one SQLite file.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -98,6 +99,14 @@ def _fail(exc: AgentBaseError) -> typer.Exit:
     if isinstance(exc, (ConfigError, UsageError, MissingDependencyError)):
         return typer.Exit(EXIT_USAGE)
     return typer.Exit(EXIT_FAILED)
+
+
+def _path(value: str, what: str) -> Path:
+    """A path argument; an empty one is refused (typer's ``Path("")`` would be the current folder)."""
+    try:
+        return check_path(value, what, error=UsageError)
+    except UsageError as exc:
+        raise _fail(exc) from None
 
 
 def _run(coro: Any) -> Any:
@@ -514,9 +523,10 @@ app.add_typer(graph_app, name="graph")
 
 
 @skill_app.command("import")
-def skill_import(directory: Path, db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+def skill_import(directory: str, db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                  project_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
     """Import a skill folder with SKILL.md at its root (refused whole on symlinks, non-UTF-8, limits...)."""
+    directory = _path(directory, "skill folder")
     if not (directory / "SKILL.md").is_file():  # checked before the database is opened: no file is created
         raise _fail(UsageError(f"{directory} is not a skill folder: it has no SKILL.md at its root"))
 
@@ -557,10 +567,10 @@ def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="R
 
 @app.command()
 def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", help="Keep the newest N backups."),
-           directory: Optional[Path] = typer.Option(None, "--dir", help="Backup folder (default: <db>.backups)."),
+           directory: Optional[str] = typer.Option(None, "--dir", help="Backup folder (default: <db>.backups)."),
            as_json: bool = JsonOpt) -> None:
     """Copy the database with SQLite's online backup API to a timestamped file."""
-    dest = directory or Path(f"{db}.backups")
+    dest = Path(f"{db}.backups") if directory is None else _path(directory, "--dir")
 
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
@@ -570,25 +580,29 @@ def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", h
 
 
 @app.command("export")
-def export_cmd(file: Path, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def export_cmd(file: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Export everything (entries, history, sessions, graph, skills) to a portable tar archive."""
+    target = _path(file, "archive path")
+
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
-            return await ab.export_archive(file)
+            return await ab.export_archive(target)
     out = _run(go())
     _out(out, True) if as_json else console.print(f"exported to {out['path']}: {out['counts']}")
 
 
 @app.command("import-archive")
-def import_archive_cmd(file: Path, db: str = DbOpt, max_bytes: int = typer.Option(1 << 30, help="Size limit."),
+def import_archive_cmd(file: str, db: str = DbOpt, max_bytes: int = typer.Option(1 << 30, help="Size limit."),
                        embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Merge an archive into the database (refused whole if unsafe, corrupt or too new); re-embeds entries."""
+    source = _path(file, "archive path")
+
     async def go() -> Any:
         # not `async with`, which opens (creates) the file first: import_archive checks the archive whole before
         # it opens the database, so a wrong or broken archive creates no database
         ab = _db(db, embedder)
         try:
-            return await ab.import_archive(file, max_bytes=max_bytes)
+            return await ab.import_archive(source, max_bytes=max_bytes)
         finally:
             await ab.close()
     _out(_run(go()), as_json)

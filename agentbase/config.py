@@ -347,8 +347,10 @@ def _env_json_hint() -> str:
     (pydantic-settings reads those as JSON and its error names only the section)."""
     bad = []
     for var, value in os.environ.items():
-        section, _, key = var.removeprefix("AGENTBASE_").lower().partition("__")
-        if not var.startswith("AGENTBASE_") or not key:
+        if not var.upper().startswith("AGENTBASE_"):  # pydantic-settings reads the names in any case
+            continue
+        section, _, key = var[len("AGENTBASE_"):].lower().partition("__")
+        if not key:
             continue
         model = Settings.model_fields.get(section)
         field = getattr(model.annotation, "model_fields", {}).get(key) if model is not None else None

@@ -375,12 +375,12 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             check_bool(trace, "trace")
         if token_budget is not None:
             check_limit(token_budget, "token_budget", maximum=10_000_000)
-        if mode == "vector" and self.vector_error is not None:
-            raise self.vector_error
         now = parse_time(reference_time) or utcnow()
         f = _filters(filters, now=now)
         f.where()  # validate before any work
-        await self._ensure()
+        await self._ensure()  # opening reads the stored vector dimension: vector_error is known after it
+        if mode == "vector" and self.vector_error is not None:
+            raise self.vector_error
         if mode == "vector" and self.embedder is None:
             raise UsageError("mode='vector' needs an embedder and none is configured (embedder provider 'none'): "
                              "use mode='hybrid' or 'fts' (keyword search), or configure an embedder")

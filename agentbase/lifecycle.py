@@ -116,6 +116,9 @@ async def decay_pass(ab: Any, *, threshold: float, purge: bool, now: Any, tau0_d
     checked = filters_from_kwargs({"context_type": context_type}).context_type  # a misspelt type is an error
     one = isinstance(checked, str) or hasattr(checked, "value")
     types = [getattr(t, "value", t) for t in ([checked] if one else list(checked or []))]
+    if checked is not None and not types:  # an empty list asks for no type, as in every filter
+        return {"scanned": 0, "archived": [], "deleted": [], "threshold": float(threshold), "tau0_days": tau0,
+                "now": ref.isoformat()}
     db = await ab._open()
     sql = "SELECT rid, id, created_at, last_accessed_at, access_count, status FROM entries WHERE superseded_by IS NULL"
     params: list[Any] = []

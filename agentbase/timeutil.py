@@ -46,6 +46,7 @@ _YEAR_MONTH = re.compile(r"(\d{4})-(\d{2})")
 _TIME_ONLY = re.compile(r"(?i)(at\s+)?(\d{1,2}(:\d{2}){0,2}(\.\d+)?\s*([ap]\.?m\.?)?|noon|midnight)")
 _DATE_WITH_OFFSET = re.compile(r"(\d{4}-\d{2}-\d{2})(Z|[+-]\d{2}:\d{2})")
 _END = timedelta(microseconds=1)
+_CHINESE_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
 _WORDY = re.compile(r"\d|[^\W\d_]{3,}|[\u3400-\u9fff]")  # a digit, a word of 3+ letters, or a Han character
 
 
@@ -118,8 +119,14 @@ def _parse_text(value: str, now: datetime | None = None) -> tuple[datetime, str]
             return datetime(int(ymd[1]), int(ymd[2]), int(ymd[3])), "day"
         except ValueError:
             _fail(value)
-    if not _WORDY.search(text) or re.sub(r"\W", "", text).isdigit():
-        _fail(value)  # "a" ("x" was October), a number in signs ("#42" was 2042)
+    if not _WORDY.search(text) or (re.sub(r"\W", "", text).isdigit() and not _HAS_YEAR.search(text)):
+        _fail(value)  # "a" ("x" was October), a number in signs ("#42" was 2042); "2024/5/3" is a date
+    cn = _CHINESE_DATE.fullmatch(text)
+    if cn:  # dateparser would swap an impossible month ("2024年13月" was March)
+        try:
+            return datetime(int(cn[1]), int(cn[2]), int(cn[3] or 1)), "day" if cn[3] else "month"
+        except ValueError:
+            _fail(value)
     plain = text.replace("(", " ").replace(")", " ")
     some_languages, any_language = _parsers(now)
     data = some_languages.get_date_data(plain)
@@ -128,8 +135,9 @@ def _parse_text(value: str, now: datetime | None = None) -> tuple[datetime, str]
     if data.date_obj is None:
         _fail(value)
     years = {int(y) for y in _HAS_YEAR.findall(plain)}
-    if years and data.date_obj.year not in years:
-        _fail(value)  # a four-digit year the parser did not keep is a misreading, not a date
+    if years and min(abs(data.date_obj.year - y) for y in years) > 1:
+        _fail(value)  # a four-digit year the parser did not keep is a misreading ("2024年" as year 2); one year
+        # off is a zone offset at New Year ("31 Dec 2018 23:30 -0800" is 2019 in UTC)
     return data.date_obj, data.period or "time"
 
 

@@ -122,3 +122,9 @@ def test_a_list_setting_in_the_environment_must_be_json_and_the_error_names_the_
         load_settings()
     monkeypatch.setenv("AGENTBASE_AUTH__TOKENS", '["tok1"]')
     assert load_settings().auth.tokens == ["tok1"]
+
+
+def test_the_json_hint_names_a_lower_case_variable_too(monkeypatch):
+    monkeypatch.setenv("agentbase_auth__tokens", "tok1")  # pydantic-settings reads names in any case
+    with pytest.raises(ConfigError, match=r"agentbase_auth__tokens must hold JSON"):
+        load_settings()

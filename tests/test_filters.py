@@ -136,7 +136,20 @@ async def test_partial_dates_are_the_start_of_their_period(db):
     assert (await db.update(e.id, event_time="2022-07")).event_time == datetime(2022, 7, 1, tzinfo=timezone.utc)
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Mon, 31 Dec 2018 23:30:00 -0800", datetime(2019, 1, 1, 7, 30)),  # a year off in UTC: still its own year
+    ("1 Jan 2025 00:30 +0100", datetime(2024, 12, 31, 23, 30)),
+    ("2024/05/03 10:00", datetime(2024, 5, 3, 10)), ("2024/5/3", datetime(2024, 5, 3)),
+    ("2024.05.03", datetime(2024, 5, 3)), ("5/3/2024", datetime(2024, 5, 3)),  # month first, as in English
+    ("2024年5月", datetime(2024, 5, 1)), ("2024年5月3日", datetime(2024, 5, 3)), ("2024年", datetime(2024, 1, 1))])
+def test_dates_in_digits_zones_and_chinese_parse(text, expected):
+    from agentbase.timeutil import parse_time
+
+    assert parse_time(text) == expected.replace(tzinfo=timezone.utc)
+
+
 @pytest.mark.parametrize("bad", ["1e10", "12", "nan", "2024-13", "2024-13-01", "2024-02-30", "x", "a", "h", "#42",
+                                 "2024年13月", "2024年2月30日",
                                  "v2", "bar", "die", float("nan"), float("inf"), 10**20])
 async def test_nonsense_times_raise_validation_error_and_write_nothing(db, bad):
     s = await db.create_session()

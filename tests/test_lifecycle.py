@@ -156,3 +156,27 @@ async def test_an_empty_path_is_refused_not_read_as_the_current_folder(db, tmp_p
             await call()
     assert sorted(p.name for p in work.iterdir()) == ["SKILL.md"]
     assert await db.count(context_type="skill") == 0
+
+
+def test_cli_refuses_an_empty_path_argument(tmp_path, monkeypatch):
+    # typer turned "" into Path(""), the current folder: `backup --dir ""` wrote the copy there
+    from agentbase.cli import app
+
+    env = {"AGENTBASE_EMBEDDER__PROVIDER": "hash", "AGENTBASE_NER": "regex"}
+    dbfile = tmp_path / "cli.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["add", "a note", "--db", str(dbfile)], env=env).exit_code == 0
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for args in (["backup", "--dir", ""], ["export", " "], ["import-archive", ""], ["skill", "import", ""]):
+        res = runner.invoke(app, [*args, "--db", str(dbfile)], env=env)
+        assert res.exit_code == 2 and "is empty" in res.output, (args, res.output)
+    assert list(work.iterdir()) == []
+
+
+async def test_decay_pass_with_an_empty_type_list_decays_nothing(db):
+    # an empty list asks for nothing in every filter; here it decayed (or with purge=True deleted) every type
+    e = await db.add_memory("an old note")
+    out = await db.decay_pass(0.05, now=utcnow() + timedelta(days=365), context_type=[], purge=True)
+    assert out["scanned"] == 0 and out["deleted"] == [] and await db.get(e.id) is not None

@@ -90,6 +90,20 @@ async def test_five_concurrent_first_calls_create_schema_once(db_path):
     con.close()
 
 
+async def test_the_first_vector_search_after_opening_reports_another_dimension(db_path):
+    # find() checked the mismatch before opening the file, so the first vector search of a fresh AgentBase
+    # returned [] and only the second raised
+    first = make_db(db_path, dims=64)
+    await first.add_memory("the blue whale is the largest animal")
+    await first.close()
+    second = make_db(db_path, dims=32)
+    try:
+        with pytest.raises(DimensionMismatchError):
+            await second.find("whale", mode="vector")
+    finally:
+        await second.close()
+
+
 async def test_other_dimension_gives_typed_error_and_keyword_search_works(db_path):
     first = make_db(db_path, dims=64)
     e = await first.add_memory("the blue whale is the largest animal", user_id="u")

@@ -178,7 +178,7 @@ class KnowledgeAPI:
             threshold: 0..1 (0.05 = about 3 time constants without recall). purge: delete instead of archive
                 (archived entries below the threshold are deleted too). now: reference time (UTC; default now).
             tau0_days: time constant of a never-recalled memory, in days. context_type: which entries decay
-                (default memories only; None for all).
+                (one type or a list; default memories only; None for all; an empty list for none).
 
         Returns:
             ``{"scanned", "archived": [ids], "deleted": [ids], "threshold", "tau0_days", "now"}``.
