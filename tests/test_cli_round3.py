@@ -109,9 +109,10 @@ def test_an_export_to_a_directory_or_empty_path_fails_cleanly(tmp_path):
     db = str(tmp_path / "e.db")
     assert _run("add", "something to export", "--db", db).exit_code == 0
     (tmp_path / "adir").mkdir()
-    for target in (str(tmp_path / "adir"), ""):
+    for target, message in ((str(tmp_path / "adir"), "error: the archive path must name a file"),
+                            ("", "error: archive path is empty")):
         result = _run("export", target, "--db", db)
-        assert result.exit_code == 2 and result.output.startswith("error: the archive path must name a file")
+        assert result.exit_code == 2 and result.output.startswith(message)
     assert not (tmp_path / "adir.partial").exists()
 
 
