@@ -207,11 +207,14 @@ def add(content: str, db: str = DbOpt, category: str = "fact", tag: list[str] = 
 
 @app.command()
 def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-k"), user_id: Optional[str] = None,
-         mode: str = "hybrid", embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
+         mode: str = "hybrid", embedder: Optional[str] = EmbOpt,
+         reference_time: Optional[str] = typer.Option(None, "--reference-time",
+                                                      help="'Now' for time words in the query (UTC; default now)."),
+         as_json: bool = JsonOpt) -> None:
     """Search the database."""
     async def go() -> None:
         async with _db(db, embedder, existing=True) as ab:
-            found = await ab.find(query, top_k=top_k, user_id=user_id, mode=mode)
+            found = await ab.find(query, top_k=top_k, user_id=user_id, mode=mode, reference_time=reference_time)
             # printed before the file closes: closing stores the trace, which waits while another process writes
             show(found, ab.degrade_reason() if mode == "hybrid" else None)
 

@@ -199,3 +199,25 @@ def test_a_closed_pipe_ends_the_command_with_141_not_the_not_found_status(tmp_pa
           "--json | true; exit ${PIPESTATUS[0]}"
     done = subprocess.run(["bash", "-c", cmd], capture_output=True, env={**os.environ, **ENV}, timeout=60)
     assert done.returncode == 141 and done.stderr == b""
+
+
+def test_find_reads_time_words_from_reference_time(tmp_path):
+    import json
+
+    from .conftest import make_db
+
+    db = str(tmp_path / "t.db")
+    ab = make_db(tmp_path / "t.db")
+    ab.sync.add_memory("went hiking in the Alps", event_time="2024-05-08")
+    ab.sync.add_memory("last week was busy", event_time="2024-05-14")
+    ab.sync.close()
+
+    def first(*extra: str) -> str:
+        result = _run("find", "what did I do last week", "--db", db, "--json", *extra)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)[0]["entry"]["l2_full"]
+
+    assert first("--reference-time", "2024-05-15") == "went hiking in the Alps"
+    assert first() == "last week was busy"  # read from today: a week that holds nothing
+    result = _run("find", "hiking", "--db", db, "--reference-time", "banana")
+    assert result.exit_code == 2 and "cannot parse time 'banana'" in result.output

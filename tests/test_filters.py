@@ -306,3 +306,16 @@ async def test_a_metadata_filter_matches_an_item_of_a_stored_array_of_the_same_t
     assert {e.id for e in await db.list(metadata={"o": "x"})} == {b}  # an object never matches
     assert await db.count(metadata={"tags": "q"}) == 0
     assert {r.entry.id for r in await db.find("a", mode="fts", metadata={"tags": "y"})} <= {a}
+
+
+async def test_a_question_only_about_a_time_searches_inside_that_time(db):
+    # "what did I do last week" matched "last" and "week" in newer turns and ranked the week's one memory 6th
+    hike = await db.add_memory("Went hiking in the Alps with my sister", event_time="2024-05-08", user_id="a")
+    for text in ("I moved to Lisbon last month", "Last week was busy, next week too", "What a week, honestly"):
+        await db.add_memory(text, event_time="2024-05-14", user_id="a")
+    await db.flush()
+    for q in ("what did I do last week", "last week"):
+        got = await db.find(q, user_id="a", reference_time="2024-05-15")
+        assert [r.entry.id for r in got] == [hike.id], q
+    # a range holding nothing: the usual search
+    assert len(await db.find("what did I do last week", user_id="a", reference_time="2025-01-15")) == 4

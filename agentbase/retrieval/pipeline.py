@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..graph import graph_candidates
-from ..index.fts import (bm25_upper_bound, common_terms_queries, document_frequencies, dropped_only_query,
+from ..index.fts import (STOPWORDS, bm25_upper_bound, common_terms_queries, document_frequencies, dropped_only_query,
                          match_expression, maxscore_restriction, query_tokens, select_terms)
 from ..index.vector import knn
 from ..models import SearchResult
@@ -65,6 +65,20 @@ TEMPORAL_LEG_MAX_SPAN = timedelta(days=366)  # longest date range the temporal l
 # People tell of a day's events that evening or the next day ("Last week we went to a military memorial", said on
 # 3 August for "the week before August 3"), so the legs also search the day after the named range.
 TEMPORAL_LEG_REPORT_LAG = timedelta(days=1)
+
+
+def _ranged(filters: Filters, tr: Any) -> Filters:
+    """``filters`` narrowed to the query's time range and the day after it (``TEMPORAL_LEG_REPORT_LAG``)."""
+    return dataclasses.replace(filters, date_from=max(filter(None, (filters.date_from, tr.date_from))),
+                               date_to=min(filter(None, (filters.date_to, tr.date_to + TEMPORAL_LEG_REPORT_LAG))))
+
+
+def _without_spans(text: str, spans: tuple[tuple[int, int], ...]) -> str:
+    """``text`` with the characters of ``spans`` (the time expressions) replaced by spaces."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
 
 
 async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n: int,
@@ -193,6 +207,16 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         top_k_pool = top_k
     n = max(cfg.min_candidates, cfg.overfetch * top_k_pool)
     where, params = p.filters.where("e")
+    tr = analysis.time_range
+    in_span = tr is not None and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN
+    time_only = in_span and all(t in STOPWORDS for t in query_tokens(_without_spans(query, tr.spans)))
+    if time_only:
+        # Only the time is asked about ("what did I do last week"): its words match any text that says "last" or
+        # "week", so both legs search inside the range instead, when it holds anything the filters pass.
+        r_where, r_params = _ranged(p.filters, tr).where("e")
+        if await db.fetchone(f"SELECT 1 FROM entries e WHERE {r_where} LIMIT 1", r_params):
+            where, params = r_where, r_params
+        tracer.step("time_only", range_used=where == r_where)
     rankings: dict[str, list[int]] = {}
     distances: dict[int, float] = {}
     bm25: dict[int, float] = {}
@@ -244,18 +268,13 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if p.mode == "hybrid" and degrade:
         tracer.degrade_reason = degrade
 
-    tr = analysis.time_range
-    if cfg.weight_temporal > 0 and tr is not None and tr.absolute and p.mode in ("hybrid", "fts") \
-            and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN:
+    if cfg.weight_temporal > 0 and in_span and tr.absolute and not time_only and p.mode in ("hybrid", "fts"):
         # A calendar date the question names ("on 3 June, 2023", "the week before August 3, 2023", "between May
         # and June 2023") narrows a keyword leg and (with an embedder) a vector leg to that range and the day
         # after it, so turns of that day reach the candidates even when other days match better. Relative words
         # alone ("recently", "last weekend") only re-weight (strategies): how far back they reach is a guess. An
         # open or long range ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
-        ranged = dataclasses.replace(p.filters, date_from=max(filter(None, (p.filters.date_from, tr.date_from))),
-                                     date_to=min(filter(None, (p.filters.date_to,
-                                                               tr.date_to + TEMPORAL_LEG_REPORT_LAG))))
-        r_where, r_params = ranged.where("e")
+        r_where, r_params = _ranged(p.filters, tr).where("e")
         in_range, _ = await _fts_leg(db, [full_match], r_where, r_params, n)
         rankings["temporal"] = [rid for rid, _ in in_range]
         if qvec is not None:
