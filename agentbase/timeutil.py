@@ -41,12 +41,13 @@ def _parsers(now: datetime | None) -> tuple[DateDataParser, DateDataParser]:
 
 _HAS_YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
 _ISO_SHAPED = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")  # dateparser would read "2024-13-01" as January 13
-_YEAR = re.compile(r"(\d{4})(?:\s*年)?")  # "2024", "2024年" (dateparser reads "2024年" as year 2)
+_YEAR = re.compile(r"\d{4}")
 _YEAR_MONTH = re.compile(r"(\d{4})-(\d{2})")
 _TIME_ONLY = re.compile(r"(?i)(at\s+)?(\d{1,2}(:\d{2}){0,2}(\.\d+)?\s*([ap]\.?m\.?)?|noon|midnight)")
 _DATE_WITH_OFFSET = re.compile(r"(\d{4}-\d{2}-\d{2})(Z|[+-]\d{2}:\d{2})")
 _END = timedelta(microseconds=1)
-_CHINESE_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
+# "2024年", "2024年5月", "2024年5月3日": dateparser reads "2024年" as year 2 and "2024年13月" as March
+_CHINESE_DATE = re.compile(r"(\d{4})\s*年(?:\s*(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?)?")
 _WORDY = re.compile(r"\d|[^\W\d_]{3,}|[\u3400-\u9fff]")  # a digit, a word of 3+ letters, or a Han character
 
 
@@ -83,9 +84,8 @@ def _period_end(start: datetime, period: str) -> datetime:
 
 def _parse_text(value: str, now: datetime | None = None) -> tuple[datetime, str]:
     text = value.strip()
-    year = _YEAR.fullmatch(text)
-    if year and int(year[1]) > 0:
-        return datetime(int(year[1]), 1, 1), "year"
+    if _YEAR.fullmatch(text) and int(text) > 0:
+        return datetime(int(text), 1, 1), "year"
     ym = _YEAR_MONTH.fullmatch(text)
     if ym:  # ISO year-month; dateparser would read "2024-13" as 13 January
         if int(ym[1]) == 0 or not 1 <= int(ym[2]) <= 12:
@@ -122,9 +122,10 @@ def _parse_text(value: str, now: datetime | None = None) -> tuple[datetime, str]
     if not _WORDY.search(text) or (re.sub(r"\W", "", text).isdigit() and not _HAS_YEAR.search(text)):
         _fail(value)  # "a" ("x" was October), a number in signs ("#42" was 2042); "2024/5/3" is a date
     cn = _CHINESE_DATE.fullmatch(text)
-    if cn:  # dateparser would swap an impossible month ("2024年13月" was March)
+    if cn:
         try:
-            return datetime(int(cn[1]), int(cn[2]), int(cn[3] or 1)), "day" if cn[3] else "month"
+            return datetime(int(cn[1]), int(cn[2] or 1), int(cn[3] or 1)), \
+                "day" if cn[3] else "month" if cn[2] else "year"
         except ValueError:
             _fail(value)
     plain = text.replace("(", " ").replace(")", " ")

@@ -116,17 +116,18 @@ class Filters:
             # Compared as JSON values: the stored type must agree (json_extract alone gives an array's JSON text,
             # true as 1, and NULL for a missing key as for a null). A stored array matches when one of its items
             # does, as in Qdrant, Pinecone and mem0 ({"tags": "x"} finds "tags": ["x", "y"]).
+            # json_each walks a stored scalar as one row and an array item by item (an object's rows are its
+            # members, so objects are left out).
             path = f'$."{key}"'
             if value is None or isinstance(value, bool):
-                test, args = "{t} = ?", [json.dumps(value)]  # 'null', 'true', 'false'
+                test, args = "type = ?", [json.dumps(value)]  # 'null', 'true', 'false'
             elif isinstance(value, str):
-                test, args = "{t} = 'text' AND {v} = ?", [value]
+                test, args = "type = 'text' AND value = ?", [value]
             else:  # int or float: 1 and 1.0 are the same number
-                test, args = "{t} IN ('integer', 'real') AND {v} = ?", [value]
-            clauses.append(f"(json_type({a}.metadata, ?) = 'array' AND EXISTS (SELECT 1 FROM json_each({a}.metadata, ?) "
-                           f"WHERE {test.format(t='type', v='value')}) OR "
-                           f"{test.format(t=f'json_type({a}.metadata, ?)', v=f'json_extract({a}.metadata, ?)')})")
-            params.extend([path, path, *args, path, *([path] if "{v}" in test else []), *args])
+                test, args = "type IN ('integer', 'real') AND value = ?", [value]
+            clauses.append(f"(json_type({a}.metadata, ?) != 'object' AND EXISTS "
+                           f"(SELECT 1 FROM json_each({a}.metadata, ?) WHERE {test}))")
+            params.extend([path, path, *args])
         if self.date_from is not None:
             clauses.append(f"COALESCE({a}.event_time, {a}.created_at) >= ?")
             params.append(to_db_time(self.date_from))

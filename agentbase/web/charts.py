@@ -20,6 +20,7 @@ from agentbase.models import utcnow
 __all__ = ["activity_feed", "freshness_figure", "graph_figure", "heatmap_figure", "sunburst_figure", "tag_cloud",
            "timeline_figure", "trace_figures", "url_segment"]
 
+
 def url_segment(value: Any) -> str:
     """An id as one URL path segment, every reserved character escaped ("chat#1" -> "chat%231", "a/b" -> "a%2Fb")."""
     return quote(str(value), safe="")
