@@ -64,8 +64,13 @@ async def test_tags_category_metadata_filters(db):
     assert [e.id for e in await db.list(tags=["ops", "prod"])] == [a.id]
     assert [r.entry.id for r in await db.find("deploy", mode="fts", category="procedure")] == [a.id]
     assert [r.entry.id for r in await db.find("deploy", mode="fts", metadata={"team": "infra"})] == [a.id]
+    # a metadata key goes to SQL as a bound JSON path: an injection attempt is a key no entry has, and it is only
+    # ever found as a stored key
+    assert await db.find("deploy", metadata={"team') OR 1=1 --": "x"}) == []
+    odd = await db.add_memory("deploy odd key", metadata={"team') OR 1=1 --": "x"})
+    assert [e.id for e in await db.list(metadata={"team') OR 1=1 --": "x"})] == [odd.id]
     with pytest.raises(ValidationError):
-        await db.find("deploy", metadata={"team') OR 1=1 --": "x"})
+        await db.find("deploy", metadata={'team") OR 1=1 --': "x"})  # a quote would end the path label
     with pytest.raises(ValidationError):
         await db.find("deploy", unknown_filter=1)
 
@@ -319,3 +324,24 @@ async def test_a_question_only_about_a_time_searches_inside_that_time(db):
         assert [r.entry.id for r in got] == [hike.id], q
     # a range holding nothing: the usual search
     assert len(await db.find("what did I do last week", user_id="a", reference_time="2025-01-15")) == 4
+
+
+async def test_a_chinese_question_only_about_a_time_searches_inside_that_time(db):
+    # "做" ("do") was a keyword, so 我上周做了什么 ("what did I do last week") searched every period
+    hike = await db.add_memory("和妹妹去阿尔卑斯山徒步", event_time="2024-05-08", user_id="a")
+    for text in ("上周很忙", "我上个月搬到了里斯本"):
+        await db.add_memory(text, event_time="2024-05-14", user_id="a")
+    await db.flush()
+    for q in ("我上周做了什么", "上周我干了啥"):
+        got = await db.find(q, user_id="a", reference_time="2024-05-15")
+        assert [r.entry.id for r in got] == [hike.id], q
+    assert len(await db.find("我上周吃了什么", user_id="a", reference_time="2024-05-15")) == 3  # 吃 ("eat") asks
+
+
+async def test_metadata_filter_keys_are_any_text_a_stored_key_can_be(db):
+    # a filter refused "キー" and "a b", keys add_memory stores
+    e = await db.add_memory("x", metadata={"キー": "値😀", "a b": 1, "it's": True})
+    assert [x.id for x in await db.list(metadata={"キー": "値😀", "a b": 1, "it's": True})] == [e.id]
+    for bad in ("", 'a"b', "a\\b", "a\nb", "k" * 257):
+        with pytest.raises(ValidationError):
+            await db.count(metadata={bad: 1})

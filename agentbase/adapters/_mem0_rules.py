@@ -9,11 +9,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
-import re
 from datetime import date, datetime, timezone
 from typing import Any
 
 from agentbase.errors import AgentBaseError
+from agentbase.retrieval.filters import METADATA_KEY
 
 log = logging.getLogger("agentbase.adapters.mem0")
 
@@ -23,7 +23,6 @@ _META_PROMOTED = ("actor_id", "role", "attributed_to", "expiration_date")
 _PROMOTED = (*_OWNERS, *_META_PROMOTED)
 _OPERATORS = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"})
 _LOGICAL = ("AND", "OR", "NOT")
-_SQL_META_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")  # keys AgentBase's metadata filter accepts
 _SCOPE_PREFIX = "mem0-scope-"  # private session for infer=True without run_id; never shown as run_id
 _UNSET: Any = object()
 _MISSING: Any = object()
@@ -214,7 +213,7 @@ def _split_filters(filters: dict | None, keywords: dict) -> tuple[dict, dict, di
         scalar = isinstance(value, (str, int, float, bool)) and value != "*"
         if key in _OWNERS and isinstance(value, str) and value != "*":
             owners["session_id" if key == "run_id" else key] = value
-        elif key not in _LOGICAL and key not in _OWNERS and scalar and _SQL_META_KEY.match(key) \
+        elif key not in _LOGICAL and key not in _OWNERS and scalar and METADATA_KEY.fullmatch(key) \
                 and "." not in key and key not in ("created_at", "updated_at"):  # "cfg.lang" reads nested keys
             meta[key] = value
         else:

@@ -15,10 +15,12 @@ from ..scopes import visibility_clause
 from ..timeutil import parse_time, to_db_time
 from ..validation import check_bool, check_category, check_id, check_int, check_json, check_tags
 
-__all__ = ["OWNER_KEYS", "Filters", "filters_from_kwargs"]
+__all__ = ["METADATA_KEY", "OWNER_KEYS", "Filters", "filters_from_kwargs"]
 
 OWNER_KEYS = ("user_id", "agent_id", "project_id", "session_id")
-_META_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+# A metadata filter key is addressed as the JSON path label $."key": any text but the quote and the backslash
+# (SQLite's path labels have no escapes) and control characters, as stored keys are ("キー", "a b", "it's").
+METADATA_KEY = re.compile(r'[^"\\\x00-\x1f]{1,256}')
 
 
 @dataclass
@@ -105,8 +107,9 @@ class Filters:
                            f"AND t.tag IN (SELECT value FROM json_each(?))) = ?")
             params.extend([json.dumps(tags), len(tags)])
         for key, value in (self.metadata or {}).items():
-            if not isinstance(key, str) or not _META_KEY.match(key):
-                raise ValidationError(f"metadata filter key {key!r} must match [A-Za-z0-9_.-]{{1,64}}")
+            if not isinstance(key, str) or not METADATA_KEY.fullmatch(key):
+                raise ValidationError(f"metadata filter key {key!r} must be 1-256 characters without '\"', '\\' "
+                                      "or control characters")
             if value is not None and not isinstance(value, (str, int, float, bool)):
                 raise ValidationError(f"metadata filter value for {key!r} must be a JSON scalar")
             if isinstance(value, int) and not isinstance(value, bool):

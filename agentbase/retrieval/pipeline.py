@@ -73,6 +73,16 @@ def _ranged(filters: Filters, tr: Any) -> Filters:
                                date_to=min(filter(None, (filters.date_to, tr.date_to + TEMPORAL_LEG_REPORT_LAG))))
 
 
+# The function characters of a Chinese "what did I do" question (我上周做了什么, 我昨天干了啥): a CJK token made of
+# them alone asks about nothing, as English stop words do; 去 ("go"), 吃 ("eat") or 会议 ("meeting") do ask.
+_ZH_FUNCTION_CHARS = frozenset("我你他她它们咱做干了过什么啥的是有都呢吗嘛在")
+
+
+def _asks_nothing(token: str) -> bool:
+    """A query token that names nothing to look for: an English stop word or Chinese function characters only."""
+    return token in STOPWORDS or all(c in _ZH_FUNCTION_CHARS for c in token)
+
+
 def _without_spans(text: str, spans: tuple[tuple[int, int], ...]) -> str:
     """``text`` with the characters of ``spans`` (the time expressions) replaced by spaces."""
     chars = list(text)
@@ -209,7 +219,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     where, params = p.filters.where("e")
     tr = analysis.time_range
     in_span = tr is not None and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN
-    time_only = in_span and all(t in STOPWORDS for t in query_tokens(_without_spans(query, tr.spans)))
+    time_only = in_span and all(_asks_nothing(t) for t in query_tokens(_without_spans(query, tr.spans)))
     if time_only:
         # Only the time is asked about ("what did I do last week"): its words match any text that says "last" or
         # "week", so both legs search inside the range instead, when it holds anything the filters pass.
