@@ -116,29 +116,50 @@ def _run(coro: Any) -> Any:
         raise _fail(exc) from None
 
 
-async def _find_entry(ab: Any, ref: str) -> Any:
-    """Return the entry whose id is ``ref`` or starts with ``ref`` (a prefix of at least 8 characters).
+async def _full_id(ref: str, what: str, exists: Any, with_prefix: Any) -> str:
+    """The one full id that is ``ref`` or starts with ``ref`` (a prefix of at least 8 characters, as git takes a
+    short commit id).
 
-    Only the public API is used (``get``, ``ids_with_prefix``), so the id reaches SQL as a bound parameter.
+    Args:
+        ref: what the user typed. what: ``"entry"`` or ``"trace"`` (for messages).
+        exists: coroutine function ``id -> bool``. with_prefix: public ``*_ids_with_prefix(prefix, limit=)``; the
+            id reaches SQL only as a bound parameter.
 
     Raises:
-        NotFoundError: no entry matches.
-        ValidationError: a malformed id, or a prefix shared by several entries (they are named).
+        NotFoundError: nothing matches.
+        ValidationError: a malformed id, or a prefix shared by several (they are named).
     """
-    entry = await ab.get(ref)
-    if entry is not None:
-        return entry
-    matches = await ab.ids_with_prefix(ref, limit=11) if len(ref) >= ID_PREFIX_MIN else []
+    if await exists(ref):
+        return ref
+    matches = await with_prefix(ref, limit=11) if len(ref) >= ID_PREFIX_MIN else []
     if not matches:
         short = len(ref) < ID_PREFIX_MIN
-        raise NotFoundError(f"entry {ref!r} not found"
+        raise NotFoundError(f"{what} {ref!r} not found"
                             + (f" (an id prefix needs at least {ID_PREFIX_MIN} characters)" if short else ""))
     if len(matches) > 1:
         many = len(matches) > 10
         shown = ", ".join(matches[:10]) + (", ..." if many else "")
         count = "more than 10" if many else str(len(matches))
-        raise ValidationError(f"id prefix {ref!r} is ambiguous: it matches {count} entries: {shown}")
-    return await ab.get(matches[0])
+        raise ValidationError(f"id prefix {ref!r} is ambiguous: it matches {count} {what} ids: {shown}")
+    return matches[0]
+
+
+async def _find_entry(ab: Any, ref: str) -> Any:
+    """The entry whose id is ``ref`` or starts with ``ref`` (see :func:`_full_id`)."""
+    async def exists(i: str) -> bool:
+        return await ab.get(i) is not None
+    return await ab.get(await _full_id(ref, "entry", exists, ab.ids_with_prefix))
+
+
+async def _find_trace(ab: Any, ref: str) -> Any:
+    """The persisted trace whose id is ``ref`` or starts with ``ref`` (see :func:`_full_id`)."""
+    async def exists(i: str) -> bool:
+        try:
+            await ab.get_trace(i)
+        except NotFoundError:
+            return False
+        return True
+    return await ab.get_trace(await _full_id(ref, "trace", exists, ab.trace_ids_with_prefix))
 
 
 def _out(obj: Any, as_json: bool) -> None:
@@ -211,26 +232,39 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
          reference_time: Optional[str] = typer.Option(None, "--reference-time",
                                                       help="'Now' for time words in the query (UTC; default now)."),
          as_json: bool = JsonOpt) -> None:
-    """Search the database."""
+    """Search the database; prints the trace id once the trace is stored (``agentbase trace ID`` shows it)."""
     async def go() -> None:
         async with _db(db, embedder, existing=True) as ab:
             found = await ab.find(query, top_k=top_k, user_id=user_id, mode=mode, reference_time=reference_time)
-            # printed before the file closes: closing stores the trace, which waits while another process writes
-            show(found, ab.degrade_reason() if mode == "hybrid" else None)
+            degraded = ab.degrade_reason() if mode == "hybrid" else None
+            if degraded:  # on stderr: --json output stays parseable
+                err.print(_tagged("warning:", "yellow", degraded))
+            if not as_json:  # the table first: storing the trace waits while another process writes
+                show(found)
+            trace_id = found[0].trace_id if found else None
+            if trace_id is not None and not await stored(ab, trace_id):
+                err.print(_tagged("warning:", "yellow", "the retrieval trace could not be stored (another "
+                                  "process held the write lock past storage.busy_timeout_s); no trace id"))
+                found = [r.model_copy(update={"trace_id": None}) for r in found]
+                trace_id = None
+            if as_json:
+                _out([_dump(r) for r in found], True)
+            elif trace_id:
+                console.print(f"trace: {trace_id}")
 
-    def show(results: list[Any], degraded: str | None) -> None:
-        if degraded:  # on stderr: --json output stays parseable
-            err.print(_tagged("warning:", "yellow", degraded))
-        if as_json:
-            _out([_dump(r) for r in results], True)
-            return
+    async def stored(ab: Any, trace_id: str) -> bool:
+        try:
+            await ab.get_trace(trace_id)  # stores what is queued, then reads it back
+        except NotFoundError:
+            return False
+        return True
+
+    def show(results: list[Any]) -> None:
         table = Table("score", "matched_by", "category", "text", "id")
         for r in results:
             table.add_row(f"{r.score:.3f}", r.matched_by, _cell(r.entry.category), _cell(r.text[:100]),
                           _cell(r.entry.id[:8]))
         console.print(table)
-        if results and results[0].trace_id:
-            console.print(f"trace: {results[0].trace_id}")
 
     _run(go())
 
@@ -242,6 +276,35 @@ def get(entry_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
         async with _db(db, "none", existing=True) as ab:
             return await _find_entry(ab, entry_id)
     _out(_dump(_run(go())), as_json)
+
+
+@app.command("list")
+def list_cmd(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+             session_id: Optional[str] = None,
+             context_type: Optional[str] = typer.Option(None, "--type", help="memory, resource or skill."),
+             category: Optional[str] = None, tag: list[str] = typer.Option([], "--tag", help="Repeatable."),
+             limit: int = typer.Option(20, help="Entries to show (1-10000), newest first."),
+             offset: int = typer.Option(0, help="Entries to skip."), as_json: bool = JsonOpt) -> None:
+    """List entries newest first, with how many match in all (the same total as MCP's list_entries and the
+    HTTP API's GET /api/v1/entries)."""
+    filters = {k: v for k, v in dict(user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                     context_type=context_type, category=category, tags=tag or None).items()
+               if v is not None}
+
+    async def go() -> Any:
+        async with _db(db, "none", existing=True) as ab:
+            return await ab.list(limit=limit, offset=offset, **filters), await ab.count(**filters)
+    entries, total = _run(go())
+    if as_json:
+        _out({"entries": [_dump(e) for e in entries], "count": len(entries), "total": total}, True)
+        return
+    table = Table("id", "type", "category", "owner", "created (UTC)", "text")
+    for e in entries:
+        table.add_row(_cell(e.id[:ID_PREFIX_MIN]), e.context_type.value, _cell(e.category), _cell(e.user_id or ""),
+                      e.created_at.strftime("%Y-%m-%d %H:%M"), _cell(e.l1_overview[:80]))
+    console.print(table)
+    first = offset + 1 if entries else 0
+    console.print(f"{first}-{offset + len(entries)} of {total} entries", highlight=False)
 
 
 @app.command()
@@ -286,10 +349,11 @@ def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt, as_json: bool = J
 
 @app.command()
 def trace(trace_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
-    """Show a retrieval trace: each step with latency and candidate counts."""
+    """Show a retrieval trace: each step with latency and candidate counts (TRACE_ID may be a unique id prefix of
+    at least 8 characters)."""
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
-            return await ab.get_trace(trace_id)
+            return await _find_trace(ab, trace_id)
     t = _run(go())
     if as_json:
         _out(_dump(t), True)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as _PydanticError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from .errors import ConfigError
@@ -304,6 +304,28 @@ class _YamlSource(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
+class _EnvSource(EnvSettingsSource):
+    """The environment, with list settings also written as plain text: ``AGENTBASE_AUTH__TOKENS=tok-a`` is
+    ``["tok-a"]`` and ``tok-a,tok-b`` is ``["tok-a", "tok-b"]`` (the ``TOKENS=token1,token2`` convention of
+    twelve-factor apps); a value starting with ``[`` is read as JSON, as before. Dict settings stay JSON."""
+
+    def decode_complex_value(self, field_name: str, field: Any, value: Any) -> Any:
+        is_list = field is not None and typing.get_origin(field.annotation) is list
+        if is_list and isinstance(value, str) and not value.lstrip().startswith("["):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return super().decode_complex_value(field_name, field, value)
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        for section, values in data.items():  # an empty list variable is an empty list (pydantic-settings skips it)
+            fields = getattr(getattr(Settings.model_fields.get(section), "annotation", None), "model_fields", {})
+            if isinstance(values, dict):
+                for key, value in values.items():
+                    if value == "" and key in fields and typing.get_origin(fields[key].annotation) is list:
+                        values[key] = []
+        return data
+
+
 class Settings(_CheckedAssignment, BaseSettings):
     """All AgentBase settings."""
 
@@ -330,7 +352,7 @@ class Settings(_CheckedAssignment, BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
                                    file_secret_settings):
-        return (init_settings, env_settings, _YamlSource(settings_cls, os.environ.get("AGENTBASE_CONFIG")))
+        return (init_settings, _EnvSource(settings_cls), _YamlSource(settings_cls, os.environ.get("AGENTBASE_CONFIG")))
 
 
 def _check_sections(values: dict[Any, Any], where: str) -> None:
@@ -343,8 +365,8 @@ def _check_sections(values: dict[Any, Any], where: str) -> None:
 
 
 def _env_json_hint() -> str:
-    """Name the ``AGENTBASE_<SECTION>__<KEY>`` variables of list or dict settings whose value is not JSON
-    (pydantic-settings reads those as JSON and its error names only the section)."""
+    """Name the ``AGENTBASE_<SECTION>__<KEY>`` variables whose value is not the JSON they must hold (a dict
+    setting, or a list written with a leading ``[``; pydantic-settings' error names only the section)."""
     bad = []
     for var, value in os.environ.items():
         if not var.upper().startswith("AGENTBASE_"):  # pydantic-settings reads the names in any case
@@ -354,7 +376,8 @@ def _env_json_hint() -> str:
             continue
         model = Settings.model_fields.get(section)
         field = getattr(model.annotation, "model_fields", {}).get(key) if model is not None else None
-        if field is None or typing.get_origin(field.annotation) not in (list, dict):
+        origin = typing.get_origin(field.annotation) if field is not None else None
+        if origin is not dict and not (origin is list and value.lstrip().startswith("[")):
             continue
         try:
             json.loads(value)
@@ -362,8 +385,8 @@ def _env_json_hint() -> str:
             bad.append(var)
     if not bad:
         return ""
-    return (f"; {', '.join(sorted(bad))} must hold JSON, as every list or dict setting in the environment does "
-            f"(e.g. AGENTBASE_AUTH__TOKENS='[\"token\"]')")
+    return (f"; {', '.join(sorted(bad))} must hold JSON (a dict setting, or a list starting with '['; a list may "
+            f"also be plain comma-separated text: AGENTBASE_AUTH__TOKENS=tok-a,tok-b)")
 
 
 def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:

@@ -261,7 +261,7 @@ def _register_entry_tools(server: MCPServer, db: AgentBase, owner: _Owner) -> No
                                          session_id=session_id, metadata=metadata, date_from=date_from,
                                          date_to=date_to).items() if v is not None}
         entries = await db.list(limit=limit, offset=offset, order=order, **filters)
-        return EntryList(entries=entries, count=len(entries))
+        return EntryList(entries=entries, count=len(entries), total=await db.count(**filters))
 
     @server.tool(annotations=_READ)
     @_guard

@@ -190,6 +190,7 @@ class EntryList(BaseModel):
 
     entries: list[Entry]
     count: int = Field(description="number of entries in this page")
+    total: int | None = Field(None, description="number of entries matching the filters, over every page")
 
 
 class SearchResults(BaseModel):

@@ -116,15 +116,3 @@ def test_unparseable_settings_in_the_environment_are_a_config_error(monkeypatch)
         load_settings()
 
 
-def test_a_list_setting_in_the_environment_must_be_json_and_the_error_names_the_variable(monkeypatch):
-    monkeypatch.setenv("AGENTBASE_AUTH__TOKENS", "tok1")  # the error named only the section "auth"
-    with pytest.raises(ConfigError, match=r"AGENTBASE_AUTH__TOKENS must hold JSON"):
-        load_settings()
-    monkeypatch.setenv("AGENTBASE_AUTH__TOKENS", '["tok1"]')
-    assert load_settings().auth.tokens == ["tok1"]
-
-
-def test_the_json_hint_names_a_lower_case_variable_too(monkeypatch):
-    monkeypatch.setenv("agentbase_auth__tokens", "tok1")  # pydantic-settings reads names in any case
-    with pytest.raises(ConfigError, match=r"agentbase_auth__tokens must hold JSON"):
-        load_settings()

@@ -377,39 +377,57 @@ class _Mem0Base:
         return _item(entry, score=None) if entry is not None and not entry.superseded_by else None
 
     def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = DEFAULT_TOP_K,
-                show_expired: bool = False, **kwargs: Any) -> Any:
-        """List memories of a scope, newest first (mem0 ``Memory.get_all``).
+                show_expired: bool = False, page: int | None = None, page_size: int | None = None,
+                **kwargs: Any) -> Any:
+        """List memories of a scope, newest first (mem0 ``Memory.get_all``), with the total count.
+
+        mem0's default ``top_k=20`` cuts silently; the result's ``total`` says how many memories match, and
+        ``page`` / ``page_size`` (as in mem0's platform ``MemoryClient.get_all``) walk all of them in disjoint,
+        complete pages (newest first, ties broken by insertion order).
 
         Args:
             filters: must name ``user_id``, ``agent_id`` or ``run_id``; other keys filter metadata (with
                 mem0's operators, see the module docstring).
-            top_k: at most this many (>= 0). show_expired: include expired memories.
+            top_k: at most this many (>= 0); ignored when ``page`` or ``page_size`` is given.
+            show_expired: include expired memories.
+            page: 1-based page number (an int >= 1; default 1 when only ``page_size`` is given).
+            page_size: memories per page (1..10000; default 100 as in mem0's platform API when only ``page``
+                is given).
             **kwargs: ``user_id``/``agent_id``/``run_id`` keywords (older mem0) join ``filters``; ``limit`` is
                 an alias of ``top_k``; anything else is ignored, as in mem0.
 
         Returns:
-            ``{"results": [{"id", "memory", "hash", "metadata", "created_at", "updated_at", + promoted}]}``.
+            ``{"results": [{"id", "memory", "hash", "metadata", "created_at", "updated_at", + promoted}],
+            "total": int}``, plus ``"page"`` and ``"page_size"`` when paging.
 
         Raises:
-            ValueError: no owner id, a malformed id, a bad ``top_k``, an unknown filter operator.
+            ValueError: no owner id, a malformed id, a bad ``top_k`` / ``page`` / ``page_size``, an unknown
+                filter operator.
         """
         top_k = kwargs.get("limit", top_k)
         _check_search_params(top_k=top_k)
+        paging = page is not None or page_size is not None
+        if paging:
+            page = 1 if page is None else page
+            page_size = 100 if page_size is None else page_size
+            for name, value, most in (("page", page, 2**31), ("page_size", page_size, _MAX_LIST)):
+                if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                    raise ValueError(f"{name} must be an integer between 1 and {most}")
         owners, meta, post = _split_filters(filters, kwargs)
-        page, offset, results = min(_MAX_LIST, max(top_k * 4, 60)), 0, []
-        while len(results) < top_k:
-            rows = yield _call("list", limit=page, offset=offset, order="desc", context_type="memory",
+        matched, offset = [], 0
+        while True:  # every visible memory is counted, so ``total`` is exact whatever the page
+            rows = yield _call("list", limit=_MAX_LIST, offset=offset, order="desc", context_type="memory",
                                metadata=meta or None, **owners)
-            for e in rows:
-                if (show_expired or not _expired(e)) and (not post or _match(_payload(e), post)) \
-                        and not _leftover(e):
-                    results.append(_item(e))
-                    if len(results) >= top_k:
-                        break
-            if len(rows) < page:
+            matched.extend(e for e in rows if (show_expired or not _expired(e))
+                           and (not post or _match(_payload(e), post)) and not _leftover(e))
+            if len(rows) < _MAX_LIST:
                 break
-            offset += page
-        return {"results": results}
+            offset += _MAX_LIST
+        if not paging:
+            return {"results": [_item(e) for e in matched[:top_k]], "total": len(matched)}
+        start = (page - 1) * page_size
+        return {"results": [_item(e) for e in matched[start:start + page_size]], "total": len(matched),
+                "page": page, "page_size": page_size}
 
     def search(self, query: str, *, top_k: int = DEFAULT_TOP_K, filters: dict[str, Any] | None = None,
                threshold: float | None = DEFAULT_THRESHOLD, rerank: bool = False, explain: bool = False,

@@ -6,6 +6,7 @@ from typing import Any
 
 from .. import observability as _obs
 from .._loop import bridged
+from ..storage.ids import ids_with_prefix as _ids_with_prefix
 from ..validation import check_id, check_int, check_limit
 
 __all__ = ["DebugAPI"]
@@ -36,6 +37,26 @@ class DebugAPI:
         db = await self._open()
         await self._drain_background()
         return await _obs.list_traces(db, limit, offset)
+
+    @bridged
+    async def trace_ids_with_prefix(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """Persisted trace ids that start with ``prefix`` (a short id, as ``git`` takes one), smallest first.
+
+        Args:
+            prefix: the start of a trace id (validated like an id).
+            limit: most ids to return (1..10,000); ask for 2 to tell "unique" from "ambiguous".
+
+        Returns:
+            Up to ``limit`` full trace ids (traces still queued in this process are stored first).
+
+        Raises:
+            ValidationError: a malformed prefix or a bad ``limit``.
+        """
+        check_id(prefix, "prefix")
+        check_limit(limit, "limit", maximum=10_000)
+        db = await self._open()
+        await self._drain_background()
+        return await _ids_with_prefix(db, "traces", prefix, limit)
 
     @bridged
     async def trace_session(self, session_id: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from ..storage.entries import (
     row_to_history,
     update_entry_row,
 )
+from ..storage.ids import ids_with_prefix as _ids_with_prefix
 from ..timeutil import parse_time, to_db_time
 from ..validation import (
     INT64_MAX,
@@ -223,14 +224,7 @@ class EntriesAPI:
         """
         check_id(prefix, "prefix")
         check_limit(limit, "limit", maximum=10_000)
-        db = await self._open()
-        upper = _prefix_successor(prefix)
-        if upper is None:  # the prefix is all U+10FFFF: every id from it on starts with it
-            rows = await db.fetchall("SELECT id FROM entries WHERE id >= ? ORDER BY id LIMIT ?", (prefix, limit))
-        else:
-            rows = await db.fetchall("SELECT id FROM entries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-                                     (prefix, upper, limit))
-        return [r[0] for r in rows]
+        return await _ids_with_prefix(await self._open(), "entries", prefix, limit)
 
     async def _settle_for(self, *, entry_id: str | None = None, owners: dict[str, Any] | None = None) -> None:
         """Before an edit of entries: run the enrichment still queued (``commit_session(wait=False)``) for the
@@ -506,17 +500,3 @@ class EntriesAPI:
                                   event_time=None, context_type=ContextType.SKILL, entry_id=None,
                                   extra={"name": " ".join(name.split()), "description": description})
         return await store_skill(self, built, [])
-
-
-def _prefix_successor(prefix: str) -> str | None:
-    """The smallest string greater than every string starting with ``prefix`` (code point order, which is the
-    byte order of UTF-8 that SQLite's BINARY collation compares); None when no such string exists."""
-    chars = list(prefix)
-    while chars:
-        code = ord(chars[-1]) + 1
-        if code > 0x10FFFF:
-            chars.pop()
-            continue
-        chars[-1] = chr(0xE000 if 0xD800 <= code <= 0xDFFF else code)  # skip the surrogate block
-        return "".join(chars)
-    return None

@@ -246,7 +246,7 @@ async def list_entries(request: Request, limit: int = Query(20, ge=1, le=1000), 
                                      session_id=session_id, date_from=date_from, date_to=date_to).items()
                if v is not None}
     entries = await _db(request).list(limit=limit, offset=offset, order=order, **filters)
-    return EntryList(entries=entries, count=len(entries))
+    return EntryList(entries=entries, count=len(entries), total=await _db(request).count(**filters))
 
 
 @router.get("/entries/{entry_id}", response_model=Entry, summary="get_entry")

@@ -161,7 +161,7 @@ async def entries_view(request: Request, q: str = "", context_type: str = "", ca
                                      session_id=session_id).items() if v}
     if tag:
         filters["tags"] = [tag]
-    hits, rows, error, trace_id = [], [], None, None
+    hits, rows, error, trace_id, total = [], [], None, None, None
     offset = max(0, offset)
     try:
         if q.strip():
@@ -169,11 +169,12 @@ async def entries_view(request: Request, q: str = "", context_type: str = "", ca
             trace_id = next((h.trace_id for h in hits if h.trace_id), None)
         else:
             rows = await db.list(limit=50, offset=offset, **filters)
+            total = await db.count(**filters)
     except AgentBaseError as exc:
         error = str(exc)
     args = dict(q=q, context_type=context_type, category=category, tag=tag, user_id=user_id, session_id=session_id)
     return _render(request, "entries.html", title="Entries", hits=hits, rows=rows, error=error, args=args,
-                   offset=offset, trace_id=trace_id, page_size=50)
+                   offset=offset, trace_id=trace_id, page_size=50, total=total)
 
 
 @router.get("/entries/{entry_id:path}", response_class=HTMLResponse)
