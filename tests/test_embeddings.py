@@ -724,7 +724,10 @@ async def test_summary_mean_waits_for_turns_another_batch_is_embedding(tmp_path)
             await conn.execute("UPDATE jobs SET status = 'running', next_run_at = ? WHERE kind = 'embed' "
                                "AND target IN (SELECT id FROM entries WHERE category = 'turn')", (lease,))
         db.worker.enabled = True
-        await db.worker.run_once()  # claims the facts and the summary, not the held turns
+        # claims the facts and the summary, not the held turns; on the engine loop, which owns the write lock a
+        # background pass woken by enabling the worker may hold at this moment
+        from agentbase._loop import engine_loop
+        await engine_loop().run_async(db.worker.run_once())
         status, attempts, next_run = await db.db.fetchone(
             "SELECT j.status, j.attempts, j.next_run_at FROM jobs j JOIN entries e ON e.id = j.target "
             "WHERE e.category = 'summary'")
