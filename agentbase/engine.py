@@ -23,6 +23,7 @@ from .api.knowledge import KnowledgeAPI
 from .api.sessions import SessionsAPI
 from .config import Settings, load_settings
 from .embeddings import create_embedder
+from .graph import RELATIONS_JOB
 from .errors import ConfigError, DimensionMismatchError, StorageError, UsageError, ValidationError
 from .index.matrix import VectorMatrix
 from .index.vector import VEC_TABLE, create_vec_table
@@ -130,6 +131,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         self.db: Database | None = None
         self.worker: EmbeddingWorker | None = None
         self.enricher: EnrichmentWorker | None = None  # runs commit_session(wait=False)'s queued enrichment
+        self.relator: EnrichmentWorker | None = None  # extracts graph relations from add_memory's memories
         self._last_write = 0.0  # engine loop time of the last session write (the enricher yields to these)
         self.matrix: VectorMatrix | None = None
         self.vector_error: DimensionMismatchError | None = None
@@ -155,7 +157,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         their lease expires."""
         await self._drain_background()
         if self.db is not None and self._pid == os.getpid():
-            for worker in (self.enricher, self.worker):
+            for worker in (self.enricher, self.relator, self.worker):
                 if worker is not None:
                     await worker.abandon()
 
@@ -223,6 +225,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             self.enricher = EnrichmentWorker(db, self._enrich_job, idle_s=ingest.enrich_idle_s,
                                              max_wait_s=ingest.enrich_max_wait_s, last_write=lambda: self._last_write)
             self.enricher.start()
+            self.relator = EnrichmentWorker(db, self._relations_job, kind=RELATIONS_JOB, idle_s=ingest.enrich_idle_s,
+                                            max_wait_s=ingest.enrich_max_wait_s, last_write=lambda: self._last_write)
+            self.relator.start()
             if self.embedder is not None:
                 await self._check_dims()
                 cache_mb = self.settings.storage.vector_cache_mb
@@ -249,6 +254,20 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             raise
         self._notify()  # the new facts and summary have embedding jobs
         return complete
+
+    async def _relations_job(self, entry_id: str) -> bool | None:
+        """The relation worker's handler: graph relations from one memory (see :func:`graph.relations_job`);
+        None once :meth:`close` has begun (the job goes back to the queue)."""
+        from .graph import relations_job
+
+        if self._closed:
+            return None
+        try:
+            return await relations_job(self, entry_id)
+        except UsageError:
+            if self._closed:
+                return None
+            raise
 
     async def _check_dims(self) -> None:
         """Record the embedder's dimension on first use and create the vector table; flag a mismatch."""
@@ -286,14 +305,15 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         """Stop the worker and close the file (idempotent). Pending embedding jobs stay queued in the file."""
         self._closed = True
         if self._pid != os.getpid():  # opened by the parent of this forked process: its threads are not here
-            self.db = self.worker = self.enricher = None
+            self.db = self.worker = self.enricher = self.relator = None
             return
         if self._finds:
             await asyncio.wait(list(self._finds), timeout=CLOSE_WAIT_S)
         await self._drain_background()
-        if self.enricher is not None:
-            await self.enricher.stop()
-            self.enricher = None
+        for attr in ("enricher", "relator"):
+            if getattr(self, attr) is not None:
+                await getattr(self, attr).stop()
+                setattr(self, attr, None)
         if self.worker is not None:
             await self.worker.stop()
             self.worker = None
@@ -410,7 +430,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
     @bridged
     async def flush(self, timeout: float | None = None) -> int:
         """Wait until every queued job is done or failed: session enrichment (``commit_session(wait=False)``) first,
-        then embeddings (which include the ones of the facts and summaries the enrichment wrote).
+        then graph relations of added memories, then embeddings (which include the ones of the facts and summaries the enrichment wrote).
 
         Args:
             timeout: seconds (a finite int or float >= 0) for each kind of job, checked between batches (a batch
@@ -432,7 +452,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             raise ValidationError(f"timeout must be None or a finite number of seconds >= 0, got {timeout!r}")
         await self._ensure()
         left = 0
-        for kind, attr in (("enrich", "enricher"), ("embed", "worker")):
+        for kind, attr in (("enrich", "enricher"), (RELATIONS_JOB, "relator"), ("embed", "worker")):
             worker = getattr(self, attr)
             if worker is None or not worker.enabled:
                 left += await pending_jobs(self.db, kind)

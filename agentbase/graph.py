@@ -319,11 +319,36 @@ def speaker_for(entry: Any) -> str | None:
 
 
 async def extract_entry_relations(ab: Any, conn: Any, entry: Any) -> int:
-    """Hook for ``add_memory``: relations from one entry, valid from its ``event_time`` (else ``created_at``)."""
+    """Relations from one entry, valid from its ``event_time`` (else ``created_at``), written on ``conn``."""
     when = to_db_time(entry.event_time or entry.created_at)
     limit = ab.settings.ingest.ner_max_chars
     return await ingest_text(conn, entry.l2_full, None, extractor=ab.extractor, speaker=speaker_for(entry),
                              when=when, source_entry_id=entry.id, max_chars=limit)
+
+
+RELATIONS_JOB = "relations"  # jobs.kind of a memory's queued relation extraction; jobs.target is the entry id
+
+
+async def relations_job(ab: Any, entry_id: str) -> bool:
+    """Queued by ``add_memory``: the graph relations of one memory, valid from its ``event_time`` (else
+    ``created_at``), in one transaction. Idempotent (a relation already stored is kept, not duplicated).
+
+    Args:
+        ab: an initialised AgentBase. entry_id: the memory's id.
+
+    Returns:
+        True (the job is done), also when the entry was deleted or archived meanwhile (nothing to read).
+    """
+    from .storage.entries import ENTRY_COLUMNS, row_to_entry
+
+    db = await ab._open()
+    async with db.transaction() as conn:
+        row = await (await conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ? AND context_type = 'memory' AND status = 'active'",
+            (entry_id,))).fetchone()
+        if row is not None:
+            await extract_entry_relations(ab, conn, row_to_entry(row))
+    return True
 
 
 async def ingest_session_relations(ab: Any, conn: Any, session: Any, turns: Sequence[Any],

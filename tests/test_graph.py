@@ -141,6 +141,7 @@ async def test_backfill_after_a_commit_leaves_the_turns_timeline_alone(db):
 
 
 async def test_backfill_from_memories_and_graph_candidates(db):
+    db.relator.enabled = False  # backfill of memories whose queued extraction has not run (or predates it)
     e = await db.add_memory("Grace works at Umbrella", event_time="2024-02-02", user_id="u1")
     other = await db.add_memory("Heidi lives in Rome", user_id="u2")
     assert await db.extract_relations() == 2
@@ -154,6 +155,37 @@ async def test_backfill_from_memories_and_graph_candidates(db):
     assert row[0] == e.id and len(rids) == 1
     assert await graph_candidates(db, ["Heidi"], Filters(user_id="u1")) == []
     assert other.id
+
+
+async def test_add_memory_feeds_the_graph_at_its_event_time(db):
+    await db.add_memory("Dana works at Acme Corp.", event_time="2023-03-01", user_id="u1")
+    await db.add_memory("Dana joined Globex last month.", event_time="2024-05-01", user_id="u1")
+    assert await db.flush(timeout=30) == 0
+    assert [(r.object, r.valid_from, r.valid_to) for r in await db.facts("Dana", as_of="2023-06-01")] == \
+        [("Acme Corp", utc(2023, 3, 1), utc(2024, 5, 1))]
+    assert [(r.object, r.valid_to) for r in await db.facts("Dana", as_of="2024-06-01")] == [("Globex", None)]
+    assert await db.extract_relations() == 0  # already read: the backfill finds nothing new
+
+
+async def test_queued_relations_survive_a_close_and_skip_deleted_memories(db_path):
+    from tests.conftest import make_db
+
+    first = make_db(db_path)
+    await first.initialize()
+    first.relator.enabled = False  # the process ends before its relation jobs run
+    await first.add_memory("Erin lives in Oslo.", user_id="u1")
+    gone = await first.add_memory("Frank works at Initech.", user_id="u1")
+    await first.delete(gone.id)
+    await first.close()
+    second = make_db(db_path)
+    try:
+        assert await second.flush(timeout=30) == 0
+        assert [(r.predicate, r.object) for r in await second.facts("Erin")] == [("lives_in", "Oslo")]
+        assert await second.facts("Frank") == []
+        rows = await second.db.fetchall("SELECT status FROM jobs WHERE kind = 'relations'")
+        assert sorted(r[0] for r in rows) == ["done", "done"]
+    finally:
+        await second.close()
 
 
 async def test_bad_input_is_rejected(db):

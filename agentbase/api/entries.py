@@ -8,6 +8,7 @@ from typing import Any
 
 from .._loop import bridged
 from ..errors import NotFoundError, ValidationError
+from ..graph import RELATIONS_JOB
 from ..ingest.dedup import content_hash, harden_confidence
 from ..ingest.tiers import l0_abstract, l1_overview
 from ..models import ContextType, Entry, HistoryEvent, Scope, utcnow
@@ -17,6 +18,7 @@ from ..retrieval.filters import filters_from_kwargs as _filters
 from ..storage.entries import (
     ENTRY_COLUMNS,
     delete_entry_row,
+    enqueue_job,
     insert_entry,
     row_to_entry,
     row_to_history,
@@ -50,8 +52,9 @@ class EntriesAPI:
 
     # ------------------------------------------------------------------ entries
     def _notify(self) -> None:
-        """Wake the embedding worker (new ``embed`` jobs) and the enrichment worker (new ``enrich`` jobs)."""
-        for worker in (self.worker, self.enricher):
+        """Wake the embedding worker (new ``embed`` jobs) and the enrichment workers (new ``enrich`` and
+        ``relations`` jobs)."""
+        for worker in (self.worker, self.enricher, self.relator):
             if worker is not None:
                 worker.notify()
 
@@ -163,6 +166,8 @@ class EntriesAPI:
                     await (await conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry.id,))).fetchone():
                 raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
             await insert_entry(conn, entry, fact_key=None)
+            if entry.context_type is ContextType.MEMORY:  # its graph relations follow, as a commit's do
+                await enqueue_job(conn, RELATIONS_JOB, entry.id, to_db_time(entry.updated_at))
         self._notify()
         return entry
 

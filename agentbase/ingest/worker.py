@@ -71,7 +71,7 @@ def embed_text(name: str | None, description: str | None, l2_full: str, *, categ
 
 
 async def pending_jobs(db: Any, kind: str) -> int:
-    """Number of jobs of ``kind`` (``"embed"`` or ``"enrich"``) in the file not yet done or failed (``pending`` or
+    """Number of jobs of ``kind`` (``"embed"``, ``"enrich"`` or ``"relations"``) in the file not yet done or failed (``pending`` or
     ``running``).
 
     Raises:
@@ -422,14 +422,16 @@ class EmbeddingWorker(JobWorker):
 
 
 class EnrichmentWorker(JobWorker):
-    """Drains ``enrich`` jobs: each names a session whose committed turns still need facts, entity tags,
-    relations and a summary (see :mod:`agentbase.ingest.commit`).
+    """Drains enrichment jobs one target at a time: ``enrich`` jobs name a session whose committed turns still
+    need facts, entity tags, relations and a summary (see :mod:`agentbase.ingest.commit`); ``relations`` jobs
+    name a memory written by ``add_memory`` whose graph relations are still to be extracted.
 
     Args:
         db: an open :class:`~agentbase.storage.Database`.
-        enrich: ``async (session_id) -> bool | None``; True when the session is fully enriched, False when another
+        enrich: ``async (target) -> bool | None``; True when the target is fully enriched, False when another
             commit landed meanwhile (the job then runs again at once), None when the engine is closing (the
             batch's jobs go back to the queue, no attempt counted).
+        kind: the ``jobs.kind`` it claims (``"enrich"`` or ``"relations"``).
         batch_size: jobs claimed per batch (each is one session, in its own transaction).
         idle_s: the background task runs a batch only after no foreground write for this many seconds
             (``ingest.enrich_idle_s``); ``flush()`` does not wait.
@@ -439,8 +441,9 @@ class EnrichmentWorker(JobWorker):
     """
 
     def __init__(self, db: Any, enrich: Callable[[str], Awaitable[bool | None]], *, batch_size: int = 8,
-                 idle_s: float = 0.0, max_wait_s: float = 10.0, last_write: Callable[[], float] = lambda: 0.0):
-        super().__init__(db, "enrich", batch_size=batch_size)
+                 idle_s: float = 0.0, max_wait_s: float = 10.0, last_write: Callable[[], float] = lambda: 0.0,
+                 kind: str = "enrich"):
+        super().__init__(db, kind, batch_size=batch_size)
         self._enrich = enrich
         self.idle_s = idle_s
         self.max_wait_s = max_wait_s
