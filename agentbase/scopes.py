@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .errors import ValidationError
+from .errors import NotFoundError, ValidationError
 from .models import utcnow
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_metadata, check_text
@@ -137,12 +137,12 @@ async def heartbeat(ab: Any, session_id: str, agent_id: str | None, task: str | 
     stamp = to_db_time(when)
     db = await ab._open()
     async with db.transaction() as conn:
-        if project_id is None or agent_id is None:
-            srow = await (await conn.execute("SELECT agent_id, project_id FROM sessions WHERE id = ?",
-                                             (session_id,))).fetchone()
-            if srow is not None:
-                agent_id = agent_id or srow[0]
-                project_id = project_id or srow[1]
+        srow = await (await conn.execute("SELECT agent_id, project_id FROM sessions WHERE id = ?",
+                                         (session_id,))).fetchone()
+        if srow is None:  # a typo'd id would otherwise list a session nobody can read as active
+            raise NotFoundError(f"session {session_id!r} not found; create_session() it first")
+        agent_id = agent_id or srow[0]
+        project_id = project_id or srow[1]
         await conn.execute(
             f"INSERT INTO agent_heartbeats({_COLS}) VALUES (?, ?, ?, ?, COALESCE(?, '{{}}'), ?, ?) "
             "ON CONFLICT(session_id) DO UPDATE SET agent_id = COALESCE(excluded.agent_id, agent_id), "

@@ -104,6 +104,28 @@ async def test_resources_and_skills(db):
     assert hits[0].entry.id == skill.id and hits[0].entry.name == "deploy-service"
 
 
+async def test_add_resource_with_a_known_uri_replaces_that_resource(db):
+    text = "Deploys run on Fridays after the review. " * 60  # ~2,460 characters: 3 chunks of 1,000
+    first = await db.add_resource("file:///handbook.md", text, title="Handbook", chunk_chars=1000, user_id="u1")
+    other = await db.add_resource("file:///handbook.md", text, chunk_chars=1000, user_id="u2")  # other owner
+    again = await db.add_resource("file:///handbook.md", text, title="Handbook", chunk_chars=1000, user_id="u1")
+    assert [c.id for c in again] == [c.id for c in first] and len(first) == 3
+    assert [e.event for e in await db.history(first[0].id)] == ["ADD"]  # same text: nothing changed
+    shorter = await db.add_resource("file:///handbook.md", "Deploys now run on Mondays. " * 40, title="Handbook",
+                                    chunk_chars=1000, user_id="u1")
+    assert [c.id for c in shorter] == [c.id for c in first[:2]]
+    assert [c.created_at for c in shorter] == [c.created_at for c in first[:2]]
+    assert [e.event for e in await db.history(first[0].id)] == ["ADD", "UPDATE"]
+    assert await db.get(first[2].id) is None  # the chunk beyond the new count is gone
+    await db.flush()
+    u1 = await db.list(user_id="u1", context_type="resource")
+    assert sorted(e.id for e in u1) == sorted(c.id for c in shorter)
+    assert all("Mondays" in e.l2_full for e in u1)
+    assert len(await db.list(user_id="u2", context_type="resource")) == len(other) == 3
+    hits = await db.find("when do deploys run", user_id="u1", context_type="resource")
+    assert hits and all("Mondays" in h.entry.l2_full for h in hits)
+
+
 async def test_unserialisable_metadata_duplicate_and_empty_ids_are_validation_errors(db):
     e = await db.add_memory("first", entry_id="fixed-id")
     with pytest.raises(ValidationError):

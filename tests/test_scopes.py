@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from agentbase import ValidationError
+from agentbase import NotFoundError, ValidationError
 from agentbase.models import utcnow
 from agentbase.scopes import visibility_clause, visible_to
 
@@ -77,6 +77,8 @@ def test_visibility_clause_validates():
 async def test_heartbeats_and_active_sibling_sessions(db):
     now = utcnow()
     await db.create_session(session_id="s-plan", agent_id="planner", project_id="acme")
+    for sid in ("s-code", "s-old", "s-else", "s"):
+        await db.create_session(session_id=sid)
     hb = await db.heartbeat("s-plan", task="planning the release", now=now)
     assert (hb.agent_id, hb.project_id, hb.task) == ("planner", "acme", "planning the release")  # from the session
     await db.heartbeat("s-code", "coder", "writing the migration", project_id="acme", now=now - timedelta(seconds=60))
@@ -100,3 +102,10 @@ async def test_heartbeats_and_active_sibling_sessions(db):
         await db.active_sessions(stale_after_s=0)
     with pytest.raises(ValidationError):
         await db.heartbeat("s", task="x" * 2001)
+
+
+async def test_heartbeat_for_an_unknown_session_is_refused_and_writes_nothing(db):
+    with pytest.raises(NotFoundError, match="s-typo"):
+        await db.heartbeat("s-typo", "coder", "writing")
+    assert await db.active_sessions() == []
+    assert await db.db.fetchall("SELECT * FROM agent_heartbeats") == []

@@ -436,6 +436,11 @@ class EntriesAPI:
         Each chunk is an entry with ``context_type="resource"``, the ``uri``, and ``metadata["chunk_index"]`` /
         ``["chunk_count"]`` / ``["char_start"]``. All chunks commit in one transaction.
 
+        A ``uri`` is the resource's identity among the same owners (as a name is for :meth:`add_skill`): adding
+        a uri the owners already have replaces that resource in the same transaction. Chunk ``i`` keeps the id and
+        ``created_at`` of the old chunk ``i`` (an ``UPDATE`` history event where its text changed; a new vector
+        only then), chunks beyond the new count are deleted, and new ones are added.
+
         Args:
             uri: where the resource lives. content: its text. mime_type: e.g. ``text/markdown``.
             title: stored as the entries' ``name``. chunk_chars: target chunk size in characters (an int, at least
@@ -443,7 +448,7 @@ class EntriesAPI:
             **owners: ``user_id``, ``agent_id``, ``project_id``, ``session_id``, ``scope``.
 
         Returns:
-            The chunk entries in order.
+            The chunk entries in order, as stored.
 
         Raises:
             ValidationError: empty uri or content, ``chunk_chars`` not an int of at least 200, bad owners, tags
@@ -472,11 +477,29 @@ class EntriesAPI:
                 if i == 0 else entries[0].scope, owners={k: owners.get(k) for k in OWNER_KEYS}, confidence=1.0,
                 importance=0.5, event_time=None, context_type=ContextType.RESOURCE, entry_id=None,
                 extra={"uri": uri, "mime_type": mime_type, "name": title}))
+        first = entries[0]
         async with db.transaction() as conn:
-            for e in entries:
-                await insert_entry(conn, e, fact_key=None)
+            rows = await (await conn.execute(
+                f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'resource' AND uri = ? AND user_id IS ? "
+                f"AND agent_id IS ? AND project_id IS ? AND session_id IS ? "
+                f"ORDER BY json_extract(metadata, '$.chunk_index'), rid",
+                (uri, first.user_id, first.agent_id, first.project_id, first.session_id))).fetchall()
+            stored = []
+            for i, e in enumerate(entries):
+                if i < len(rows):
+                    old = row_to_entry(rows[i])
+                    e = e.model_copy(update={"id": old.id, "created_at": old.created_at,
+                                             "access_count": old.access_count,
+                                             "last_accessed_at": old.last_accessed_at})
+                    await update_entry_row(conn, rows[i][0], old, e, engine=db.vector_engine)
+                else:
+                    await insert_entry(conn, e, fact_key=None)
+                stored.append(e)
+            for row in rows[len(entries):]:
+                await delete_entry_row(conn, row[0], row_to_entry(row), engine=db.vector_engine,
+                                       now=to_db_time(first.updated_at))
         self._notify()
-        return entries
+        return stored
 
     @bridged
     async def add_skill(self, name: str, description: str, content: str = "", *, tags: list[str] | None = None,

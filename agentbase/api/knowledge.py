@@ -237,7 +237,7 @@ class KnowledgeAPI:
         """Register that an agent is working in a session (call every few seconds while it works).
 
         Args:
-            session_id: the session. agent_id: the agent (default the session's). task: what it is doing now
+            session_id: an existing session (:meth:`create_session`). agent_id: the agent (default the session's). task: what it is doing now
                 (None keeps the previous task). project_id: default the session's. metadata: replaces the stored
                 one when given. now: heartbeat time (UTC; default now).
 
@@ -246,6 +246,7 @@ class KnowledgeAPI:
 
         Raises:
             ValidationError: malformed ids, task over 2000 characters, non-JSON metadata.
+            NotFoundError: no session has this id (nothing is written).
         """
         return await scopes.heartbeat(self, session_id, agent_id, task, project_id=project_id, metadata=metadata,
                                       now=now)
