@@ -26,7 +26,9 @@ def test_a_query_naming_the_user_prefers_the_users_own_turns(tmp_path, user_id, 
         db.commit_session(s.id)
         db.flush()
         for query, answer in [("which marathon is Erin running", "I am training for the Berlin marathon"),
-                              ("what does Erin do on Sundays?", "I volunteer at the Red Cross")]:
+                              ("what does Erin do on Sundays?", "I volunteer at the Red Cross"),
+                              ("which marathon is erin running", "I am training for the Berlin marathon"),
+                              ("what does erin do on sundays", "I volunteer at the Red Cross")]:
             top = db.find(query, user_id=user_id, top_k=3, trace=True)
             assert top[0].text.startswith(answer), [r.text for r in top]
             assert top[0].score_parts.get("speaker_boost") == 1.15
@@ -35,6 +37,16 @@ def test_a_query_naming_the_user_prefers_the_users_own_turns(tmp_path, user_id, 
         assert other == []
     finally:
         db.close()
+
+
+def test_names_in_query_reads_whole_words_in_any_case_and_skips_common_words():
+    from agentbase.retrieval.names import names_in_query
+
+    assert names_in_query("what does bob like?", {"bob", "erin walsh"}) == {"bob"}
+    assert names_in_query("Is ERIN WALSH running?", {"erin walsh", "erin"}) == {"erin walsh", "erin"}
+    assert names_in_query("what does bobby like", {"bob"}) == set()  # a whole word, not a prefix
+    assert names_in_query("what will I do", {"will", "u-1729"}) == set()  # a stopword is no name here
+    assert names_in_query("what did u-1729 say", {"u-1729"}) == {"u-1729"}
 
 
 def test_a_user_id_that_is_a_named_speakers_name_keeps_that_speakers_boost(tmp_path):

@@ -55,6 +55,8 @@ def day(y: int, m: int, d: int) -> datetime:
     ("last weekend", day(2023, 5, 13), day(2023, 5, 15), "last weekend"),
     ("on May 5th", day(2023, 5, 5), day(2023, 5, 6), "on May 5th"),
     ("2023/05/03", day(2023, 5, 3), day(2023, 5, 4), "2023/05/03"),
+    ("what did I do in 2022-12", day(2022, 12, 1), day(2023, 1, 1), "2022-12"),  # ISO 8601 year-month
+    ("notes from 2023/02", day(2023, 2, 1), day(2023, 3, 1), "2023/02"),
     ("what happened on 5/3/2023", day(2023, 5, 3), day(2023, 5, 4), "5/3/2023"),  # dateparser, month first
     ("between March and April", day(2023, 3, 1), day(2023, 5, 1), "between March and April"),
     ("昨天我吃了什么", day(2023, 5, 19), day(2023, 5, 20), "昨天"),

@@ -13,6 +13,7 @@ memories a share says nothing (and mem0's search, which the mem0 adapter mirrors
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,10 +22,11 @@ from ..ner import NON_TAG_LABELS, tag_for
 from ..ner.base import Entity
 from .filters import Filters
 
-__all__ = ["MIN_TAGGED", "owner_names", "vector_query_text"]
+__all__ = ["MIN_TAGGED", "names_in_query", "owner_names", "vector_query_text"]
 
 #: The fewest sampled entries a name must tag to be left out of the embedded query.
 MIN_TAGGED = 20
+_WORDS = re.compile(r"[\w'-]+")  # a query's words, as names are written (O'Brien, Mary-Ann)
 
 
 async def owner_names(db: Any, filters: Filters) -> set[str]:
@@ -53,6 +55,26 @@ async def owner_names(db: Any, filters: Filters) -> set[str]:
         if isinstance(value, str) and norm_name(value):
             names.update((norm_name(value), norm_name(value).split()[0]))
     return names
+
+
+def names_in_query(query: str, names: set[str]) -> set[str]:
+    """The user's names (from :func:`owner_names`) that the query holds as whole words in any case.
+
+    Entity extraction reads a name from its capital ("Bob"), so a query typed in lower case ("what does bob
+    like") names the user without an entity; a name that is also a common word (an FTS stopword, such as a
+    user_id "me" or "will") is not read this way.
+
+    Args:
+        query: the query text. names: normalised names (:func:`~.fusion.norm_name`).
+
+    Returns:
+        The subset of ``names`` found in ``query``.
+    """
+    from ..index.fts import STOPWORDS
+    from .fusion import norm_name
+
+    words = f" {' '.join(_WORDS.findall(norm_name(query)))} "
+    return {n for n in names if n not in STOPWORDS and any(c.isalpha() for c in n) and f" {n} " in words}
 
 
 async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], filters: Filters, *,

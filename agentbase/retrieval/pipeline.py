@@ -30,7 +30,7 @@ from ..validation import clean_query
 from .filters import Filters
 from .fusion import max_rrf_score, ner_boost, norm_name, weighted_rrf
 from .intent import analyze_query
-from .names import owner_names, vector_query_text
+from .names import names_in_query, owner_names, vector_query_text
 from .rerank import apply_reranker, estimate_tokens, freshness, heuristic_score
 from .strategies import (addresses_assistant, apply_strategies, asks_question, assistant_turns, co_retrieval,
                          continuations, only_asks, reply_scores, speaker_boost)
@@ -255,8 +255,10 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     # A name the user goes by ("Which marathon is Erin running?" asked of Erin's memory) marks the user's own
     # turns, which say "I": it leaves the entity boost and lends the speaker boost to them. (The embedded text
     # keeps it: the mem0 adapter's threshold reads the cosine of the query as mem0 embeds it.)
+    # A user's name typed in lower case ("what does bob like") names the user too, though no entity is found.
     named = {norm_name(e.text) for e in query_ents if e.label not in NON_TAG_LABELS}  # not "May" the month
-    self_named = named & await owner_names(db, p.filters) if named else set()
+    owners = await owner_names(db, p.filters) if p.filters.user_id else set()
+    self_named = (named & owners) | names_in_query(query, owners)
 
     def entity_names() -> set[str]:  # the query's entities the boosts read: all but the user's own names
         return {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}

@@ -9,7 +9,8 @@ Precompiled regexes (English, Chinese) find the expressions; ``dateparser`` only
   week" at Sat 2023-05-20 = Mon 05-08 00:00 .. Sun 05-14 23:59:59.999999). "N days (weeks, months) ago": the
   calendar unit holding ``ref - N units``; "a few", "several", "a couple of", 几: fuzzy, 2-5, 3-7, 1-3 units.
   "last Saturday" or a bare weekday: the latest such day before today; 上周六: Saturday of the previous
-  calendar week. "in May": the latest May that has begun.
+  calendar week. "in May": the latest May that has begun. "2023-12" (ISO 8601 year-month) and "2023/12": that
+  month.
 * Rolling windows end at ``reference_time``: "the past 3 days", 最近三天, "recently"/最近 (:data:`RECENT_DAYS`
   days). "since/after X": X .. ref (an "after" date past ref: X .. the far future); "before/until X": 1970 (year 1
   for X before 1970) .. X; several: hull, intersected with those.
@@ -178,6 +179,8 @@ _PATTERNS = [(re.compile(p, re.IGNORECASE), fn) for p, fn in [
     (r"\b(?:in|during|since|after|before|until|till|from|throughout)\s+((?:19|20)\d{2})\b(?![-/.]\d)"
      r"|((?:19|20)\d{2})年", lambda m, r: _units(r.replace(year=int(m[1] or m[2]), month=1), "year", 0, 0)),
     (r"\b((?:19|20)\d{2})[-/.](\d{1,2})[-/.](\d{1,2})\b", lambda m, r: _day(r, *map(int, m.groups()))),
+    # ISO 8601's calendar month (YYYY-MM, "2023-12"; also 2023/12); not a day, which the pattern above reads
+    (r"\b((?:19|20)\d{2})[-/](0?[1-9]|1[0-2])\b(?![-/.]\d)", lambda m, r: _day(r, int(m[1]), int(m[2]))),
     (r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b", _numeric_date),
     (r"(上上|上|这|本|下)一?个?(周末|周|星期|礼拜|月)",
      lambda m, r: _period(r, _OFF[m[1]], "weekend" if m[2] == "周末" else _ZH_UNIT[m[2]])),
