@@ -184,3 +184,37 @@ def test_add_says_when_it_merged_into_an_existing_memory(cli):
     again = cli("add", "maya prefers short answers!")  # the same memory (normalised text)
     assert again.exit_code == 0, again.output
     assert again.output.startswith(f"merged into {eid}")
+
+
+def test_trace_accepts_the_unique_prefix_of_the_id_find_printed(cli):
+    assert cli("add", "Caroline moved to Lisbon in May").exit_code == 0
+    res = cli("find", "Lisbon", "--json")
+    assert res.exit_code == 0, res.output
+    full = json.loads(res.output)[0]["trace_id"]
+    shown = json.loads(cli("trace", full[:8], "--json").output)
+    assert shown["id"] == full and shown["steps"]
+    res = cli("trace", full[:7])
+    assert res.exit_code == 1 and "at least 8 characters" in res.output
+
+
+def test_find_prints_no_trace_id_when_another_process_held_the_write_lock(cli):
+    import subprocess
+    import sys
+
+    assert cli("add", "Caroline moved to Lisbon in May").exit_code == 0
+    holder = subprocess.Popen(  # another process writing: holds the file's write lock until its stdin closes
+        [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+         "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.read()", cli.db],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        env = {**ENV, "AGENTBASE_STORAGE__BUSY_TIMEOUT_S": "0.2"}
+        res = CliRunner().invoke(app, ["find", "Lisbon", "--db", cli.db], env=env)
+        as_json = CliRunner().invoke(app, ["find", "Lisbon", "--json", "--db", cli.db], env=env)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert res.exit_code == 0 and "Lisbon" in res.output, res.output
+    assert "could not be stored" in res.output and "trace:" not in res.output
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)[0]["trace_id"] is None
+    assert cli("find", "Lisbon").output.count("trace:") == 1  # once the lock is gone the trace is stored again
