@@ -133,33 +133,20 @@ def _clean_name(name: str, what: str = "entity name") -> str:
     return clean
 
 
-_REL_SELECT = (
-    "SELECT r.id, s.name, r.subject_id, r.predicate, o.name, r.object_id, r.valid_from, r.valid_to, "
-    "r.source_entry_id, r.confidence, r.created_at FROM relations r "
-    "JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id"
-)
-
-
-def _relation(row: tuple) -> Relation:
+def _relation(row: tuple) -> Relation:  # a RELATION_COLUMNS row (storage/<engine>/graph.py)
     return Relation(id=row[0], subject=row[1], subject_id=row[2], predicate=row[3], object=row[4], object_id=row[5],
                     valid_from=from_db_time(row[6]), valid_to=from_db_time(row[7]), source_entry_id=row[8],
                     confidence=row[9], created_at=from_db_time(row[10]))
 
 
-def _entity(row: tuple) -> GraphEntity:
+def _entity(row: tuple) -> GraphEntity:  # an ENTITY_COLUMNS row
     return GraphEntity(id=row[0], name=row[1], type=row[2], aliases=json.loads(row[3]),
                        created_at=from_db_time(row[4]))
 
 
 async def _lookup(conn: Any, name: str) -> str | None:
     """Entity id for a name or alias (``conn`` may be the writer or the reader Database)."""
-    norm = normalize_name(name)
-    if hasattr(conn, "fetchone") and not hasattr(conn, "execute"):
-        row = await conn.fetchone("SELECT entity_id FROM entity_aliases WHERE norm_alias = ?", (norm,))
-    else:
-        row = await (await conn.execute("SELECT entity_id FROM entity_aliases WHERE norm_alias = ?",
-                                        (norm,))).fetchone()
-    return row[0] if row else None
+    return await conn.ops.graph.entity_id_for_alias(conn, normalize_name(name))
 
 
 async def upsert_entity(conn: Any, name: str, type: str | None = None, aliases: Iterable[str] = (),
@@ -177,21 +164,18 @@ async def upsert_entity(conn: Any, name: str, type: str | None = None, aliases: 
         if eid and eid not in found:
             found.append(eid)
     now = now or to_db_time(utcnow())
+    ops = conn.ops.graph
     if not found:
         eid = str(uuid.uuid4())
-        await conn.execute("INSERT INTO entities(id, name, norm_name, type, aliases, created_at) VALUES (?,?,?,?,?,?)",
-                           (eid, name, normalize_name(name), type, "[]", now))
+        await ops.insert_entity(conn, eid, name, normalize_name(name), type, now)
         found = [eid]
     keep = found[0]
-    row = await (await conn.execute("SELECT name, type, aliases FROM entities WHERE id = ?", (keep,))).fetchone()
+    rows = {r[0]: r for r in await ops.entity_rows(conn, found)}  # ENTITY_COLUMNS: id, name, type, aliases, ...
+    row = rows[keep][1:4]
     all_aliases: list[str] = json.loads(row[2])
     for other in found[1:]:
-        orow = await (await conn.execute("SELECT name, aliases FROM entities WHERE id = ?", (other,))).fetchone()
-        all_aliases += [orow[0], *json.loads(orow[1])]
-        await conn.execute("UPDATE relations SET subject_id = ? WHERE subject_id = ?", (keep, other))
-        await conn.execute("UPDATE relations SET object_id = ? WHERE object_id = ?", (keep, other))
-        await conn.execute("UPDATE entity_aliases SET entity_id = ? WHERE entity_id = ?", (keep, other))
-        await conn.execute("DELETE FROM entities WHERE id = ?", (other,))
+        all_aliases += [rows[other][1], *json.loads(rows[other][3])]
+        await ops.merge_entity(conn, keep, other)
     canon = normalize_name(row[0])
     seen = {canon}
     merged: list[str] = []
@@ -200,10 +184,8 @@ async def upsert_entity(conn: Any, name: str, type: str | None = None, aliases: 
         if key not in seen:
             seen.add(key)
             merged.append(n)
-    await conn.executemany("INSERT OR IGNORE INTO entity_aliases(norm_alias, entity_id) VALUES (?, ?)",
-                           [(normalize_name(n), keep) for n in [row[0], *merged]])
-    await conn.execute("UPDATE entities SET aliases = ?, type = COALESCE(type, ?) WHERE id = ?",
-                       (json.dumps(merged, ensure_ascii=False), type, keep))
+    await ops.set_aliases(conn, keep, [normalize_name(n) for n in [row[0], *merged]],
+                          json.dumps(merged, ensure_ascii=False), type)
     return keep
 
 
@@ -220,59 +202,34 @@ async def store_relation(conn: Any, subject_id: str, predicate: str, object_id: 
         ``(relation id, created)``.
     """
     functional = predicate in FUNCTIONAL_PREDICATES if functional is None else functional
-    same = await (await conn.execute(
-        "SELECT id FROM relations WHERE subject_id = ? AND predicate = ? AND object_id = ? "
-        "AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?) LIMIT 1",
-        (subject_id, predicate, object_id, valid_from, valid_from))).fetchone()
+    ops = conn.ops.graph
+    same = await ops.same_relation_at(conn, subject_id, predicate, object_id, valid_from)
     if same is not None:
-        await conn.execute("UPDATE relations SET confidence = MAX(confidence, ?) WHERE id = ?",
-                           (float(confidence), same[0]))
-        return same[0], False
+        await ops.raise_confidence(conn, same, confidence)
+        return same, False
     # The same fact known to hold from a later time: it started earlier (unless another state came between).
-    later = await (await conn.execute(
-        "SELECT id, valid_from FROM relations WHERE subject_id = ? AND predicate = ? AND object_id = ? "
-        "AND valid_from > ? ORDER BY valid_from LIMIT 1", (subject_id, predicate, object_id, valid_from))).fetchone()
-    if later is not None and functional and not await _no_state_between(conn, subject_id, predicate, valid_from,
-                                                                         later[1]):
+    later = await ops.next_same_relation(conn, subject_id, predicate, object_id, valid_from)
+    if later is not None and functional and await ops.state_starts_between(conn, subject_id, predicate, valid_from,
+                                                                           later[1]):
         later = None
     if functional:
-        await conn.execute(
-            "UPDATE relations SET valid_to = ? WHERE subject_id = ? AND predicate = ? AND object_id != ? "
-            "AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)",
-            (valid_from, subject_id, predicate, object_id, valid_from, valid_from))
+        await ops.close_other_objects(conn, subject_id, predicate, object_id, valid_from)
     if later is not None:
-        await conn.execute("UPDATE relations SET valid_from = ?, confidence = MAX(confidence, ?) WHERE id = ?",
-                           (valid_from, float(confidence), later[0]))
+        await ops.move_start(conn, later[0], valid_from, confidence)
         return later[0], False
     if functional:
-        nxt = await (await conn.execute(
-            "SELECT MIN(valid_from) FROM relations WHERE subject_id = ? AND predicate = ? AND valid_from > ?",
-            (subject_id, predicate, valid_from))).fetchone()
-        if nxt and nxt[0] is not None and (valid_to is None or nxt[0] < valid_to):
-            valid_to = nxt[0]
+        nxt = await ops.next_state_start(conn, subject_id, predicate, valid_from)
+        if nxt is not None and (valid_to is None or nxt < valid_to):
+            valid_to = nxt
     rid = str(uuid.uuid4())
-    await conn.execute(
-        "INSERT INTO relations(id, subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, "
-        "confidence, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-        (rid, subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, float(confidence),
-         to_db_time(utcnow())))
+    await ops.insert_relation(conn, rid, subject_id, predicate, object_id, valid_from=valid_from, valid_to=valid_to,
+                              source_entry_id=source_entry_id, confidence=confidence, now=to_db_time(utcnow()))
     return rid, True
-
-
-async def _no_state_between(conn: Any, subject_id: str, predicate: str, start: str, end: str) -> bool:
-    row = await (await conn.execute(
-        "SELECT 1 FROM relations WHERE subject_id = ? AND predicate = ? AND valid_from > ? AND valid_from < ? "
-        "LIMIT 1", (subject_id, predicate, start, end))).fetchone()
-    return row is None
 
 
 async def end_relation(conn: Any, subject_id: str, predicate: str, object_id: str, when: str) -> int:
     """Close the open ``subject -predicate-> object`` relation at ``when``; returns how many were closed."""
-    cur = await conn.execute(
-        "UPDATE relations SET valid_to = ? WHERE subject_id = ? AND predicate = ? AND object_id = ? "
-        "AND valid_to IS NULL AND (valid_from IS NULL OR valid_from <= ?)",
-        (when, subject_id, predicate, object_id, when))
-    return cur.rowcount
+    return await conn.ops.graph.end_open_relation(conn, subject_id, predicate, object_id, when)
 
 
 # ------------------------------------------------------------------------------------------- ingest hooks
@@ -339,13 +296,11 @@ async def relations_job(ab: Any, entry_id: str) -> bool:
     Returns:
         True (the job is done), also when the entry was deleted or archived meanwhile (nothing to read).
     """
-    from .storage.entries import ENTRY_COLUMNS, row_to_entry
+    from .storage.entries import row_to_entry
 
     db = await ab._open()
     async with db.transaction() as conn:
-        row = await (await conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ? AND context_type = 'memory' AND status = 'active'",
-            (entry_id,))).fetchone()
+        row = await conn.ops.graph.active_memory_row(conn, entry_id)
         if row is not None:
             await extract_entry_relations(ab, conn, row_to_entry(row))
     return True
@@ -389,8 +344,8 @@ async def get_entity(ab: Any, name: str, *, by_id: bool = False) -> GraphEntity 
     eid = name if by_id else await _lookup(db, _clean_name(name))
     if eid is None:
         return None
-    row = await db.fetchone("SELECT id, name, type, aliases, created_at FROM entities WHERE id = ?", (eid,))
-    return _entity(row) if row else None
+    rows = await db.ops.graph.entity_rows(db, [eid])
+    return _entity(rows[0]) if rows else None
 
 
 async def add_relation(ab: Any, subject: str, predicate: str, obj: str, *, valid_from: Any, valid_to: Any,
@@ -415,8 +370,7 @@ async def add_relation(ab: Any, subject: str, predicate: str, obj: str, *, valid
         rid, _ = await store_relation(conn, sid, pred, oid, valid_from=vf, valid_to=vt,
                                       source_entry_id=source_entry_id, confidence=float(confidence),
                                       functional=functional)
-    row = await db.fetchone(f"{_REL_SELECT} WHERE r.id = ?", (rid,))
-    return _relation(row)
+    return _relation(await db.ops.graph.relation_row(db, rid))
 
 
 def _as_of(as_of: Any) -> str:
@@ -432,15 +386,8 @@ async def facts(ab: Any, entity: str, *, as_of: Any, predicate: str | None, dire
     eid = await _lookup(db, _clean_name(entity))
     if eid is None:
         return []
-    side = {"out": "r.subject_id = ?", "in": "r.object_id = ?", "both": "(r.subject_id = ? OR r.object_id = ?)"}
-    params: list[Any] = [eid] * (2 if direction == "both" else 1)
-    sql = (f"{_REL_SELECT} WHERE {side[direction]} AND (r.valid_from IS NULL OR r.valid_from <= ?) "
-           "AND (r.valid_to IS NULL OR r.valid_to > ?)")
-    params += [when, when]
-    if predicate is not None:
-        sql += " AND r.predicate = ?"
-        params.append(normalize_predicate(predicate))
-    rows = await db.fetchall(sql + " ORDER BY r.valid_from DESC, r.created_at DESC", params)
+    rows = await db.ops.graph.relations_at(db, eid, direction=direction, when=when,
+                                           predicate=None if predicate is None else normalize_predicate(predicate))
     return [_relation(r) for r in rows]
 
 
@@ -450,9 +397,7 @@ async def timeline(ab: Any, entity: str) -> list[Relation]:
     eid = await _lookup(db, _clean_name(entity))
     if eid is None:
         return []
-    rows = await db.fetchall(f"{_REL_SELECT} WHERE r.subject_id = ? OR r.object_id = ? "
-                             "ORDER BY r.valid_from IS NOT NULL, r.valid_from, r.created_at", (eid, eid))
-    return [_relation(r) for r in rows]
+    return [_relation(r) for r in await db.ops.graph.timeline_rows(db, eid)]
 
 
 async def neighbors(ab: Any, entity: str, *, depth: int, as_of: Any, include_expired: bool,
@@ -465,18 +410,13 @@ async def neighbors(ab: Any, entity: str, *, depth: int, as_of: Any, include_exp
     if center is None:
         return None
     db = ab.db
-    valid = "" if include_expired else \
-        " AND (r.valid_from IS NULL OR r.valid_from <= ?) AND (r.valid_to IS NULL OR r.valid_to > ?)"
     depths = {center.id: 0}
     relations: dict[str, Relation] = {}
     frontier = [center.id]
     for hop in range(1, depth + 1):
         if not frontier or len(depths) > limit:
             break
-        marks = ",".join("?" * len(frontier))
-        params: list[Any] = [*frontier, *frontier] + ([] if include_expired else [when, when])
-        rows = await db.fetchall(f"{_REL_SELECT} WHERE (r.subject_id IN ({marks}) OR r.object_id IN ({marks})){valid}"
-                                 " ORDER BY r.valid_from DESC", params)
+        rows = await db.ops.graph.relations_touching(db, frontier, None if include_expired else when)
         nxt: list[str] = []
         for row in rows:
             rel = _relation(row)
@@ -489,8 +429,7 @@ async def neighbors(ab: Any, entity: str, *, depth: int, as_of: Any, include_exp
     ids = [e for e in depths if e != center.id]
     ents: list[GraphEntity] = []
     if ids:
-        rows = await db.fetchall(f"SELECT id, name, type, aliases, created_at FROM entities WHERE id IN "
-                                 f"({','.join('?' * len(ids))})", ids)
+        rows = await db.ops.graph.entity_rows(db, ids)
         ents = sorted((_entity(r) for r in rows), key=lambda e: (depths[e.id], e.name.casefold()))
     kept = set(depths)
     rels = [r for r in relations.values() if r.subject_id in kept and r.object_id in kept]
@@ -500,23 +439,19 @@ async def neighbors(ab: Any, entity: str, *, depth: int, as_of: Any, include_exp
 
 async def extract_relations(ab: Any, entry_ids: list[str] | None, batch: int = 200) -> int:
     """See :meth:`AgentBase.extract_relations`."""
-    from .storage.entries import ENTRY_COLUMNS, row_to_entry
+    from .storage.entries import row_to_entry
 
     db = await ab._open()
-    # A session's relations come from its turns at commit, each at its message's time; the facts and summary the
-    # commit derived restate those turns (the summary dated at the session's end), so reading them again would
-    # reopen ended relations ("I quit Google" -> "Ann joined Google" again at the summary's time).
-    sql = (f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'memory' AND NOT EXISTS "
-           "(SELECT 1 FROM session_memory_links l WHERE l.entry_id = entries.id AND l.kind != 'turn')")
-    params: list[Any] = []
     if entry_ids is not None:
         if not isinstance(entry_ids, list) or not all(isinstance(i, str) for i in entry_ids):
             raise ValidationError("entry_ids must be a list of strings")
         if not entry_ids:
             return 0
-        sql += f" AND id IN ({','.join('?' * len(entry_ids))})"
-        params = list(entry_ids)
-    rows = await db.fetchall(sql + " ORDER BY COALESCE(event_time, created_at), rid", params)
+    # A session's relations come from its turns at commit, each at its message's time; the facts and summary the
+    # commit derived restate those turns (the summary dated at the session's end), so reading them again would
+    # reopen ended relations ("I quit Google" -> "Ann joined Google" again at the summary's time): the operation
+    # leaves them out.
+    rows = await db.ops.graph.memory_rows_to_read(db, entry_ids)
     total = 0
     for start in range(0, len(rows), batch):
         async with db.transaction() as conn:
@@ -551,10 +486,4 @@ async def graph_candidates(ab: Any, query_entities: Iterable[str], filters: Any 
             ids.append(eid)
     if not ids:
         return []
-    where, params = (filters or Filters()).where("e")
-    marks = ",".join("?" * len(ids))
-    rows = await db.fetchall(
-        f"SELECT e.rid, MAX(r.valid_to IS NULL) AS open_, MAX(r.valid_from) AS vf FROM relations r "
-        f"JOIN entries e ON e.id = r.source_entry_id WHERE (r.subject_id IN ({marks}) OR r.object_id IN ({marks})) "
-        f"AND {where} GROUP BY e.rid ORDER BY open_ DESC, vf DESC LIMIT ?", [*ids, *ids, *params, int(limit)])
-    return [int(r[0]) for r in rows]
+    return await db.ops.graph.source_rids(db, ids, filters or Filters(), limit)

@@ -110,6 +110,22 @@ class Writer:
     def __init__(self, conn: Any):
         self._conn = conn
 
+    @property
+    def ops(self) -> Any:
+        """This engine's named operations (:mod:`agentbase.storage.sqlite`)."""
+        from . import sqlite
+
+        return sqlite
+
+    async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        """Run a query inside the transaction and return every row (reads see the transaction's own writes)."""
+        return (await self.execute(sql, params)).rows
+
+    async def fetchone(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple | None:
+        """Like :meth:`fetchall` but return the first row or None."""
+        rows = (await self.execute(sql, params)).rows
+        return rows[0] if rows else None
+
     async def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Result:
         cur = self._conn.execute(sql, params)
         try:
@@ -319,6 +335,13 @@ class Database:
                 if relaxed:
                     with contextlib.suppress(*DRIVER_ERRORS):
                         await writer.execute("PRAGMA synchronous = FULL")
+
+    @property
+    def ops(self) -> Any:
+        """This engine's named operations (:mod:`agentbase.storage.sqlite`), for reads on the reader connection."""
+        from . import sqlite
+
+        return sqlite
 
     async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         """Run a read query on the reader connection and return all rows.
