@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import re
-import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from .errors import StorageError, ValidationError
 from .models import utcnow
 from .retrieval.filters import filters_from_kwargs
 from .storage.connection import DRIVER_ERRORS
-from .storage.entries import ENTRY_COLUMNS, delete_entry_row, record_history, row_to_entry
+from .storage.entries import delete_entry_row, entry_row_by_rid, record_history, row_to_entry
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_path
 
@@ -84,9 +82,7 @@ async def recall(ab: Any, entry_ids: list[str], now: Any = None) -> int:
     n = 0
     async with db.transaction() as conn:
         for eid in dict.fromkeys(ids):
-            cur = await conn.execute("UPDATE entries SET access_count = access_count + 1, last_accessed_at = ? "
-                                     "WHERE id = ?", (when, eid))
-            n += cur.rowcount
+            n += await conn.ops.lifecycle.count_recall(conn, eid, when)
     return n
 
 
@@ -99,8 +95,7 @@ async def strengths(ab: Any, entry_ids: list[str], *, now: Any, tau0_days: float
     out: dict[str, float] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start:start + 500]
-        rows = await db.fetchall(f"SELECT id, created_at, last_accessed_at, access_count FROM entries WHERE id IN "
-                                 f"({','.join('?' * len(chunk))})", chunk)
+        rows = await db.ops.lifecycle.recall_rows(db, chunk)
         for eid, created, accessed, count in rows:
             out[eid] = strength(from_db_time(created), from_db_time(accessed), count, ref, tau0)
     return out
@@ -120,14 +115,7 @@ async def decay_pass(ab: Any, *, threshold: float, purge: bool, now: Any, tau0_d
         return {"scanned": 0, "archived": [], "deleted": [], "threshold": float(threshold), "tau0_days": tau0,
                 "now": ref.isoformat()}
     db = await ab._open()
-    sql = "SELECT rid, id, created_at, last_accessed_at, access_count, status FROM entries WHERE superseded_by IS NULL"
-    params: list[Any] = []
-    if types:
-        sql += f" AND context_type IN ({','.join('?' * len(types))})"
-        params += types
-    if not purge:
-        sql += " AND status = 'active'"
-    rows = await db.fetchall(sql, params)
+    rows = await db.ops.lifecycle.decay_candidates(db, types, active_only=not purge)
     weak: list[tuple[int, str, float, str]] = []
     for rid, eid, created, accessed, count, status in rows:
         s = strength(from_db_time(created), from_db_time(accessed), count, ref, tau0)
@@ -139,8 +127,7 @@ async def decay_pass(ab: Any, *, threshold: float, purge: bool, now: Any, tau0_d
     async with db.transaction() as conn:
         for rid, eid, s, status in weak:
             if purge:
-                row = await (await conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE rid = ?",
-                                                (rid,))).fetchone()
+                row = await entry_row_by_rid(conn, rid)
                 if row is not None:
                     await delete_entry_row(conn, rid, row_to_entry(row), engine=db.vector_engine, now=stamp)
                     deleted.append(eid)
@@ -152,12 +139,10 @@ async def decay_pass(ab: Any, *, threshold: float, purge: bool, now: Any, tau0_d
 
 
 async def _set_status(conn: Any, entry_id: str, status: str, stamp: str, meta: dict[str, Any]) -> bool:
-    row = await (await conn.execute("SELECT l2_full, status FROM entries WHERE id = ?", (entry_id,))).fetchone()
+    row = await conn.ops.lifecycle.text_and_status(conn, entry_id)
     if row is None or row[1] == status:
         return False
-    extra = ", last_accessed_at = ?" if status == "active" else ""
-    params: list[Any] = [status, stamp] + ([stamp] if extra else []) + [entry_id]
-    await conn.execute(f"UPDATE entries SET status = ?, updated_at = ?{extra} WHERE id = ?", params)
+    await conn.ops.lifecycle.set_status(conn, entry_id, status, stamp, touch=status == "active")
     await record_history(conn, entry_id, "UPDATE", row[0], row[0], stamp,
                          {"fields": ["status"], "status": {"old": row[1], "new": status}, **meta})
     return True
@@ -177,32 +162,6 @@ async def set_status(ab: Any, entry_ids: list[str], status: str, reason: str | N
 
 
 # ------------------------------------------------------------------------------------------------ backups
-def _connect_fn(driver: str) -> Any:
-    if driver == "sqlean":
-        import sqlean
-
-        return sqlean.connect
-    return sqlite3.connect
-
-
-def _backup_sync(src_path: Path, target: Path, driver: str, busy_timeout_s: float) -> None:
-    connect = _connect_fn(driver)
-    partial = target.with_name(target.name + ".partial")
-    src = connect(os.path.abspath(src_path), timeout=busy_timeout_s)
-    try:
-        dst = connect(os.path.abspath(partial))
-        try:
-            src.backup(dst)
-            ok = dst.execute("PRAGMA quick_check").fetchone()[0]
-            if ok != "ok":
-                raise StorageError(f"backup {target} failed its integrity check: {ok}")
-        finally:
-            dst.close()
-    finally:
-        src.close()
-    partial.replace(target)
-
-
 def list_backups(dest_dir: Path, stem: str) -> list[Path]:
     """Backup files of the database ``stem`` in ``dest_dir``, oldest first (timestamped names sort by time)."""
     if not dest_dir.is_dir():
@@ -229,7 +188,7 @@ async def backup(ab: Any, dest_dir: str | Path, *, keep: int | None) -> dict[str
         now = utcnow()
         target = dest / f"{stem}-{now.strftime('%Y%m%dT%H%M%S%f')}Z.db"
     try:
-        await asyncio.to_thread(_backup_sync, ab.path, target, db.driver, ab.settings.storage.busy_timeout_s)
+        await asyncio.to_thread(db.ops.lifecycle.backup_file, ab.path, target, db.driver, ab.settings.storage.busy_timeout_s)
     except DRIVER_ERRORS as exc:
         raise StorageError(f"backup to {target} failed: {exc}") from exc
     except OSError as exc:

@@ -118,9 +118,6 @@ def _row(row: tuple, now: datetime) -> ActiveSession:
                          age_s=max(0.0, (now - last).total_seconds()))
 
 
-_COLS = "session_id, agent_id, project_id, task, metadata, started_at, last_seen_at"
-
-
 async def heartbeat(ab: Any, session_id: str, agent_id: str | None, task: str | None, *, project_id: str | None,
                     metadata: dict[str, Any] | None, now: Any) -> ActiveSession:
     """See :meth:`AgentBase.heartbeat`."""
@@ -137,20 +134,11 @@ async def heartbeat(ab: Any, session_id: str, agent_id: str | None, task: str | 
     stamp = to_db_time(when)
     db = await ab._open()
     async with db.transaction() as conn:
-        srow = await (await conn.execute("SELECT agent_id, project_id FROM sessions WHERE id = ?",
-                                         (session_id,))).fetchone()
-        if srow is None:  # a typo'd id would otherwise list a session nobody can read as active
+        owners = await conn.ops.scopes.session_owners(conn, session_id)
+        if owners is None:  # a typo'd id would otherwise list a session nobody can read as active
             raise NotFoundError(f"session {session_id!r} not found; create_session() it first")
-        agent_id = agent_id or srow[0]
-        project_id = project_id or srow[1]
-        await conn.execute(
-            f"INSERT INTO agent_heartbeats({_COLS}) VALUES (?, ?, ?, ?, COALESCE(?, '{{}}'), ?, ?) "
-            "ON CONFLICT(session_id) DO UPDATE SET agent_id = COALESCE(excluded.agent_id, agent_id), "
-            "project_id = COALESCE(excluded.project_id, project_id), task = COALESCE(?, task), "
-            "metadata = COALESCE(?, metadata), last_seen_at = excluded.last_seen_at",
-            (session_id, agent_id, project_id, task, meta, stamp, stamp, task, meta))
-        row = await (await conn.execute(f"SELECT {_COLS} FROM agent_heartbeats WHERE session_id = ?",
-                                        (session_id,))).fetchone()
+        row = await conn.ops.scopes.upsert_heartbeat(conn, session_id, agent_id or owners[0],
+                                                     project_id or owners[1], task, meta, stamp)
     return _row(row, when)
 
 
@@ -161,23 +149,19 @@ async def active_sessions(ab: Any, *, project_id: str | None, stale_after_s: flo
         raise ValidationError("stale_after_s must be a positive number of seconds")
     when = parse_time(now) or utcnow()
     cutoff = to_db_time(when.timestamp() - float(stale_after_s))
-    sql = f"SELECT {_COLS} FROM agent_heartbeats WHERE last_seen_at >= ?"
-    params: list[Any] = [cutoff]
     if project_id is not None:
-        sql += " AND project_id = ?"
-        params.append(check_id(project_id, "project_id"))
+        check_id(project_id, "project_id")
     if exclude_session_id is not None:
-        sql += " AND session_id != ?"
-        params.append(check_id(exclude_session_id, "exclude_session_id"))
+        check_id(exclude_session_id, "exclude_session_id")
     db = await ab._open()
-    rows = await db.fetchall(sql + " ORDER BY last_seen_at DESC", params)
+    rows = await db.ops.scopes.heartbeats_since(db, cutoff, project_id=project_id,
+                                                exclude_session_id=exclude_session_id)
     return [_row(r, when) for r in rows]
 
 
 async def end_heartbeat(ab: Any, session_id: str) -> bool:
     """See :meth:`AgentBase.end_heartbeat`."""
     db = await ab._open()
+    check_id(session_id, "session_id")
     async with db.transaction() as conn:
-        cur = await conn.execute("DELETE FROM agent_heartbeats WHERE session_id = ?",
-                                 (check_id(session_id, "session_id"),))
-    return cur.rowcount > 0
+        return await conn.ops.scopes.delete_heartbeat(conn, session_id)
