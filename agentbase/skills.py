@@ -26,7 +26,7 @@ import yaml
 from .errors import ValidationError
 from .index.fts import query_tokens
 from .models import ContextType, Entry, Scope, SearchResult
-from .storage.entries import ENTRY_COLUMNS, delete_entry_row, insert_entry, row_to_entry, update_entry_row
+from .storage.entries import delete_entry_row, insert_entry, row_to_entry, update_entry_row
 from .timeutil import to_db_time
 from .validation import check_id, check_limit, check_path
 
@@ -206,10 +206,8 @@ async def store_skill(ab: Any, built: Entry, files: list[SkillFile]) -> Entry:
     """
     db = await ab._open()
     async with db.transaction() as conn:
-        rows = await (await conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'skill' AND name = ? AND user_id IS ? "
-            f"AND agent_id IS ? AND project_id IS ? ORDER BY rid",
-            (built.name, built.user_id, built.agent_id, built.project_id))).fetchall()
+        rows = await conn.ops.skills.skill_rows_named(conn, built.name, built.user_id, built.agent_id,
+                                                      built.project_id)
         if rows:
             old = row_to_entry(rows[0])
             entry = built.model_copy(update={"id": old.id, "created_at": old.created_at,
@@ -219,12 +217,10 @@ async def store_skill(ab: Any, built: Entry, files: list[SkillFile]) -> Entry:
             for dup in rows[1:]:
                 await delete_entry_row(conn, dup[0], row_to_entry(dup), engine=db.vector_engine,
                                        now=to_db_time(entry.updated_at))
-            await conn.execute("DELETE FROM skill_files WHERE skill_id = ?", (entry.id,))
         else:
             entry = built
             await insert_entry(conn, entry, fact_key=None)
-        await conn.executemany("INSERT INTO skill_files(skill_id, path, content, size_bytes, sha256) "
-                               "VALUES (?, ?, ?, ?, ?)", [(entry.id, *f) for f in files])
+        await conn.ops.skills.replace_files(conn, entry.id, files)
     ab._notify()
     return entry
 
@@ -232,9 +228,7 @@ async def store_skill(ab: Any, built: Entry, files: list[SkillFile]) -> Entry:
 async def get_skill_files(ab: Any, skill_id: str) -> dict[str, str]:
     """See :meth:`AgentBase.get_skill_files`."""
     db = await ab._open()
-    rows = await db.fetchall("SELECT path, content FROM skill_files WHERE skill_id = ? ORDER BY path",
-                             (check_id(skill_id, "skill_id"),))
-    return {p: c for p, c in rows}
+    return dict(await db.ops.skills.files(db, check_id(skill_id, "skill_id")))
 
 
 def _words(text: str | None) -> set[str]:
@@ -257,10 +251,9 @@ async def find_skills(ab: Any, query: str, *, top_k: int, filters: dict[str, Any
     hits = await ab.find(query, top_k=max(3 * top_k, 20), context_type="skill", trace=False, **filters)
     tokens = [t for t in query_tokens(query) if any(ch.isalnum() for ch in t)]
     db = await ab._open()
-    where, params = _filters({**filters, "context_type": "skill"}).where("e")
     lexical: list[tuple[float, int, str]] = []
     if tokens:
-        rows = await db.fetchall(f"SELECT e.rid, e.id, e.name, e.description FROM entries e WHERE {where}", params)
+        rows = await db.ops.skills.name_rows(db, _filters({**filters, "context_type": "skill"}))
         for rid, eid, name, description in rows:
             name_w, desc_w = _words(name), _words(description)
             score = sum(2.0 if _hit(t, name_w) else 1.0 if _hit(t, desc_w) else 0.0 for t in tokens) / len(tokens)
@@ -278,9 +271,7 @@ async def find_skills(ab: Any, query: str, *, top_k: int, filters: dict[str, Any
     by_id = {r.entry.id: r for r in hits}
     missing = [eid for eid in fused if eid not in by_id]
     if missing:
-        rows = await db.fetchall(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN ({','.join('?' * len(missing))})",
-                                 missing)
-        for row in rows:
+        for row in await db.ops.skills.entry_rows(db, missing):
             e = row_to_entry(row)
             by_id[e.id] = SearchResult(entry=e, score=0.0, matched_by="name", text=e.l2_full)
     out: list[SearchResult] = []
