@@ -184,14 +184,14 @@ async def trace_session(db: Any, session_id: str) -> dict[str, Any]:
     Raises:
         NotFoundError: unknown session.
     """
-    from .sessions import _MSG_COLS, _SESSION_COLS, _message, _session
+    from .sessions import _message, _session
     from .storage.entries import entry_columns, row_to_entry
 
-    row = await db.fetchone(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
+    row = await db.ops.sessions.session_row(db, session_id)
     if row is None:
         raise NotFoundError(f"session {session_id!r} not found")
-    messages = [_message(r) for r in await db.fetchall(
-        f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))]
+    messages = [_message(r) for r in await db.ops.sessions.message_rows(db, session_id, after_seq=None,
+                                                                         before_seq=None, order="asc", limit=None)]
     links = await db.fetchall(
         f"SELECT l.kind, l.message_seq, {entry_columns('e')} FROM session_memory_links l "
         "JOIN entries e ON e.id = l.entry_id WHERE l.session_id = ? "

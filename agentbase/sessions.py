@@ -16,24 +16,19 @@ from typing import Any
 from .errors import ConflictError, NotFoundError, ValidationError
 from .models import Message, Session, utcnow
 from .ner import tag_for
-from .storage.entries import ENTRY_COLUMNS, delete_entry_row, row_to_entry
+from .storage.entries import delete_entry_row, row_to_entry
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_int, check_json, check_limit, check_metadata, check_text
 
 __all__ = ["add_messages", "create_session", "get_messages", "get_session"]
 
-_SESSION_COLS = ("id, user_id, agent_id, project_id, status, metadata, created_at, updated_at, committed_seq, "
-                 "enriched_seq")
-_MSG_COLS = "id, session_id, seq, role, content, name, tool_calls, tool_call_id, metadata, created_at"
-
-
-def _session(row: tuple) -> Session:
+def _session(row: tuple) -> Session:  # a SESSION_COLUMNS row (storage/<engine>/sessions.py)
     return Session(id=row[0], user_id=row[1], agent_id=row[2], project_id=row[3], status=row[4],
                    metadata=json.loads(row[5]), created_at=from_db_time(row[6]), updated_at=from_db_time(row[7]),
                    committed_seq=row[8], enriched_seq=row[9])
 
 
-def _message(row: tuple) -> Message:
+def _message(row: tuple) -> Message:  # a MESSAGE_COLUMNS row
     return Message(id=row[0], session_id=row[1], seq=row[2], role=row[3], content=row[4], name=row[5],
                    tool_calls=json.loads(row[6]) if row[6] else None, tool_call_id=row[7],
                    metadata=json.loads(row[8]), created_at=from_db_time(row[9]))
@@ -49,11 +44,8 @@ async def create_session(ab: Any, *, session_id: str | None, user_id: str | None
     meta = check_metadata(metadata)
     now = to_db_time(parse_time(created_at) or utcnow())
     async with db.transaction() as conn:
-        await conn.execute(
-            f"INSERT INTO sessions({_SESSION_COLS}) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, 0, 0) "
-            "ON CONFLICT(id) DO NOTHING",
-            (sid, user_id, agent_id, project_id, json.dumps(meta, ensure_ascii=False), now, now))
-        row = await (await conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (sid,))).fetchone()
+        row = await conn.ops.sessions.create_session_row(conn, sid, user_id, agent_id, project_id,
+                                                         json.dumps(meta, ensure_ascii=False), now)
     session = _session(row)
     # An existing id is returned as it is, but never to another owner: "get or create" must not hand user B the
     # session (and messages) of user A.
@@ -66,8 +58,7 @@ async def create_session(ab: Any, *, session_id: str | None, user_id: str | None
 
 async def get_session(ab: Any, session_id: str) -> Session | None:
     db = await ab._open()
-    row = await db.fetchone(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?",
-                            (check_id(session_id, "session_id"),))
+    row = await db.ops.sessions.session_row(db, check_id(session_id, "session_id"))
     return _session(row) if row else None
 
 
@@ -76,13 +67,10 @@ async def list_sessions(ab: Any, *, user_id: str | None, agent_id: str | None, l
     db = await ab._open()
     check_limit(limit, "limit")
     check_int(offset, "offset", minimum=0)
-    sql, params = f"SELECT {_SESSION_COLS} FROM sessions WHERE 1", []
     for key, value in (("user_id", user_id), ("agent_id", agent_id)):
         if value is not None:
-            sql += f" AND {key} = ?"
-            params.append(check_id(value, key))
-    rows = await db.fetchall(sql + " ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-                             [*params, limit, offset])
+            check_id(value, key)
+    rows = await db.ops.sessions.session_rows(db, user_id=user_id, agent_id=agent_id, limit=limit, offset=offset)
     return [_session(r) for r in rows]
 
 
@@ -91,11 +79,10 @@ async def update_session(ab: Any, session_id: str, *, metadata: dict[str, Any]) 
     if not isinstance(metadata, dict):  # None would silently wipe it
         raise ValidationError(f"metadata must be a dict (it replaces the session's), got {type(metadata).__name__}")
     meta = check_metadata(metadata)
+    check_id(session_id, "session_id")
     async with db.transaction() as conn:
-        cur = await conn.execute("UPDATE sessions SET metadata = ?, updated_at = ? WHERE id = ?",
-                                 (json.dumps(meta, ensure_ascii=False), to_db_time(utcnow()),
-                                  check_id(session_id, "session_id")))
-        if cur.rowcount == 0:
+        if not await conn.ops.sessions.set_session_metadata(conn, session_id, json.dumps(meta, ensure_ascii=False),
+                                                            to_db_time(utcnow())):
             raise NotFoundError(f"session {session_id!r} not found")
     session = await get_session(ab, session_id)
     assert session is not None
@@ -112,18 +99,11 @@ async def delete_session(ab: Any, session_id: str, *, delete_memories: bool,
         if delete_memories:
             # Only entries no other session links to: a fact this session merely repeated (hardened) still
             # belongs to the session that stated it first.
-            rows = await (await conn.execute(
-                f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN "
-                f"(SELECT entry_id FROM session_memory_links WHERE session_id = ?) AND id NOT IN "
-                f"(SELECT entry_id FROM session_memory_links WHERE session_id != ?)",
-                (session_id, session_id))).fetchall()
+            rows = await conn.ops.sessions.own_entry_rows(conn, session_id)
             now = to_db_time(utcnow())
             for row in rows:
                 await delete_entry_row(conn, row[0], row_to_entry(row), engine=db.vector_engine, now=now)
-        await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        await conn.execute("DELETE FROM session_memory_links WHERE session_id = ?", (session_id,))
-        cur = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        return cur.rowcount > 0
+        return await conn.ops.sessions.delete_session_rows(conn, session_id)
 
 
 def _prepare(raw: Any) -> dict[str, Any]:
@@ -170,9 +150,8 @@ async def _guard_metadata(conn: Any, session_id: str, message_id: str, expected:
     when it is None; a missing message passes, the write then finds nothing)."""
     if expected is None:
         return
-    row = await (await conn.execute("SELECT metadata FROM messages WHERE session_id = ? AND id = ?",
-                                    (session_id, message_id))).fetchone()
-    if row is not None and _canonical(json.loads(row[0])) != _canonical(expected):
+    stored = await conn.ops.sessions.message_metadata(conn, session_id, message_id)
+    if stored is not None and _canonical(json.loads(stored)) != _canonical(expected):
         raise ConflictError(f"message {message_id!r} changed since it was read; read it again")
 
 
@@ -181,35 +160,17 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-async def _taken_ids(conn: Any, ids: list[str], *, other_than: str | None = None) -> list[str]:
-    """The ``ids`` that already name a message (of a session other than ``other_than``, when given)."""
-    taken: list[str] = []
-    for i in range(0, len(ids), 10_000):  # well under SQLite's limit of bound parameters
-        chunk = ids[i:i + 10_000]
-        sql = f"SELECT id FROM messages WHERE id IN ({','.join('?' * len(chunk))})"
-        if other_than is not None:
-            sql += " AND session_id != ?"
-        taken += [r[0] for r in await (await conn.execute(
-            sql, [*chunk, other_than] if other_than is not None else chunk)).fetchall()]
-    return taken
-
-
 async def _insert_messages(conn: Any, session_id: str, prepared: list[dict[str, Any]]) -> None:
     # A seq is never reused within a session: after the last message was deleted, or the messages cleared or
     # replaced, new ones still number after everything committed, so commit_session takes them (it reads seq >
     # committed_seq) and the turn links of earlier commits keep their order.
-    row = await (await conn.execute(
-        "SELECT MAX(COALESCE((SELECT MAX(seq) FROM messages WHERE session_id = ?), 0), committed_seq) "
-        "FROM sessions WHERE id = ?", (session_id, session_id))).fetchone()
-    seq = row[0] if row and row[0] is not None else 0
+    ops = conn.ops.sessions
+    seq = await ops.last_seq(conn, session_id)
     for m in prepared:
         seq += 1
         m["seq"] = seq
-    await conn.executemany(
-        f"INSERT INTO messages({_MSG_COLS}, committed) VALUES (:id, :session_id, :seq, :role, :content, :name, "
-        ":tool_calls, :tool_call_id, :metadata, :created_at, :committed)",
-        [{"committed": 0, **m, "session_id": session_id} for m in prepared])
-    await conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (to_db_time(utcnow()), session_id))
+    await ops.insert_message_rows(conn, [{"committed": 0, **m, "session_id": session_id} for m in prepared])
+    await ops.touch_session(conn, session_id, to_db_time(utcnow()))
 
 
 async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Message]:
@@ -221,17 +182,15 @@ async def add_messages(ab: Any, session_id: str, messages: list[Any]) -> list[Me
         return []
     prepared = [_prepare(m) for m in messages]
     async with db.transaction() as conn:
-        if await (await conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))).fetchone() is None:
+        if not await conn.ops.sessions.session_exists(conn, session_id):
             raise NotFoundError(f"session {session_id!r} not found")
         ids = [m["id"] for m in prepared]
-        taken = await _taken_ids(conn, ids)
+        taken = await conn.ops.sessions.taken_message_ids(conn, ids)
         if taken or len(set(ids)) != len(ids):
             raise ValidationError(f"message id already used: {taken[0] if taken else 'duplicate in batch'}")
         await _insert_messages(conn, session_id, prepared)
     ids = [m["id"] for m in prepared]
-    rows = await db.fetchall(f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({','.join('?' * len(ids))}) "
-                             "ORDER BY seq", ids)
-    return [_message(r) for r in rows]
+    return [_message(r) for r in await db.ops.sessions.message_rows_by_id(db, ids)]
 
 
 class Unsettled(Exception):
@@ -240,9 +199,7 @@ class Unsettled(Exception):
 
 
 async def _refuse_unsettled(conn: Any, session_id: str) -> None:
-    row = await (await conn.execute("SELECT enriched_seq < committed_seq FROM sessions WHERE id = ?",
-                                    (session_id,))).fetchone()
-    if row is not None and row[0]:
+    if await conn.ops.sessions.enrichment_pending(conn, session_id):
         raise Unsettled(session_id)
 
 
@@ -294,8 +251,7 @@ async def _guard_ids(conn: Any, session_id: str, expected_ids: list[str] | None)
     ``expected_ids`` (no guard when it is None)."""
     if expected_ids is None:
         return
-    current = [r[0] for r in await (await conn.execute(
-        "SELECT id FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))).fetchall()]
+    current = await conn.ops.sessions.message_ids(conn, session_id)
     if current != expected_ids:
         raise ConflictError(f"session {session_id!r} changed since its messages were read "
                             f"({len(expected_ids)} expected, {len(current)} now); read them again")
@@ -316,21 +272,18 @@ async def replace_messages(ab: Any, session_id: str, messages: list[Any],
     async with db.transaction() as conn:
         await _refuse_unsettled(conn, session_id)
         await _guard_ids(conn, session_id, expected_ids)
-        taken = await _taken_ids(conn, given, other_than=session_id)
+        taken = await conn.ops.sessions.taken_message_ids(conn, given, other_than=session_id)
         if taken:
             raise ValidationError(f"message id already used in another session: {taken[0]!r}")
-        rows = await (await conn.execute(
-            "SELECT id, role, content, name, tool_calls, tool_call_id, created_at, committed FROM messages "
-            "WHERE session_id = ? ORDER BY seq", (session_id,))).fetchall()
+        rows = await conn.ops.sessions.messages_to_align(conn, session_id)
         kept = set(given)
         _aligned([r[:7] for r in rows if r[0] not in kept], messages, prepared)
         # a kept message that a commit has read stays committed, unless its text changed (an edit)
         done = {r[0]: r[2] for r in rows if r[7]}
         for m in prepared:
             m["committed"] = int(done.get(m["id"]) == m["content"])
-        await conn.execute("INSERT INTO sessions(id, status, metadata, created_at, updated_at) "
-                           "VALUES (?, 'open', '{}', ?, ?) ON CONFLICT(id) DO NOTHING", (session_id, now, now))
-        await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        await conn.ops.sessions.ensure_session(conn, session_id, now)
+        await conn.ops.sessions.delete_messages(conn, session_id)
         if prepared:
             await _insert_messages(conn, session_id, prepared)
     return await get_messages(ab, session_id, limit=None, order="asc", after_seq=None, before_seq=None)
@@ -341,24 +294,22 @@ async def get_messages(ab: Any, session_id: str, *, limit: int | None, order: st
     db = await ab._open()
     if order not in ("asc", "desc"):
         raise ValidationError("order must be 'asc' or 'desc'")
-    sql, params = f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ?", [check_id(session_id, "session_id")]
+    check_id(session_id, "session_id")
     if after_seq is not None:
-        sql += " AND seq > ?"
-        params.append(check_int(after_seq, "after_seq"))
+        check_int(after_seq, "after_seq")
     if before_seq is not None:
-        sql += " AND seq < ?"
-        params.append(check_int(before_seq, "before_seq"))
-    sql += f" ORDER BY seq {order}"
+        check_int(before_seq, "before_seq")
     if limit is not None:
-        sql += " LIMIT ?"
-        params.append(check_limit(limit, "limit", maximum=1_000_000))
-    return [_message(r) for r in await db.fetchall(sql, params)]
+        check_limit(limit, "limit", maximum=1_000_000)
+    rows = await db.ops.sessions.message_rows(db, session_id, after_seq=after_seq, before_seq=before_seq,
+                                              order=order, limit=limit)
+    return [_message(r) for r in rows]
 
 
 async def get_message(ab: Any, session_id: str, message_id: str) -> Message | None:
     db = await ab._open()
-    row = await db.fetchone(f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? AND id = ?",
-                            (check_id(session_id, "session_id"), check_id(message_id, "message_id")))
+    row = await db.ops.sessions.message_row(db, check_id(session_id, "session_id"),
+                                            check_id(message_id, "message_id"))
     return _message(row) if row else None
 
 
@@ -370,10 +321,8 @@ async def update_message(ab: Any, session_id: str, message_id: str, *, metadata:
     async with db.transaction() as conn:
         await _guard_metadata(conn, check_id(session_id, "session_id"), check_id(message_id, "message_id"),
                               expected)
-        cur = await conn.execute("UPDATE messages SET metadata = ? WHERE session_id = ? AND id = ?",
-                                 (json.dumps(meta, ensure_ascii=False), check_id(session_id, "session_id"),
-                                  check_id(message_id, "message_id")))
-        if cur.rowcount == 0:
+        if not await conn.ops.sessions.set_message_metadata(conn, session_id, message_id,
+                                                            json.dumps(meta, ensure_ascii=False)):
             raise NotFoundError(f"message {message_id!r} not found in session {session_id!r}")
     msg = await get_message(ab, session_id, message_id)
     assert msg is not None
@@ -391,9 +340,7 @@ async def delete_message(ab: Any, session_id: str, message_id: str,
     async with db.transaction() as conn:
         await _refuse_unsettled(conn, session_id)
         await _guard_metadata(conn, session_id, message_id, expected)
-        row = await (await conn.execute(
-            f"DELETE FROM messages WHERE session_id = ? AND id = ? RETURNING {_MSG_COLS}",
-            (session_id, message_id))).fetchone()
+        row = await conn.ops.sessions.delete_message_row(conn, session_id, message_id)
     return _message(row) if row else None
 
 
@@ -401,5 +348,4 @@ async def clear_messages(ab: Any, session_id: str) -> int:
     db = await ab._open()
     async with db.transaction() as conn:
         await _refuse_unsettled(conn, check_id(session_id, "session_id"))
-        cur = await conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        return cur.rowcount
+        return await conn.ops.sessions.delete_messages(conn, session_id)
