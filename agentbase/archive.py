@@ -33,7 +33,6 @@ import io
 import json
 import lzma
 import math
-import sqlite3
 import tarfile
 import time
 import zlib
@@ -56,34 +55,18 @@ FORMAT_VERSION = 1
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB of member data
 
 _ENTRY_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")][1:]  # row_to_entry's order, without rid
-_DERIVED = ("rid", "fts_text")  # rebuilt on import
-# member -> (SQL that exports it in a stable order, required fields)
-_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    # every stored column of entries (read from the schema at export time) plus whether it has a vector, or one
-    # queued: an export taken before the embedding queue drained still gives the importer a job for it
-    "entries.jsonl": ("SELECT {columns}, (EXISTS (SELECT 1 FROM embeddings m WHERE m.rid = e.rid) OR EXISTS "
-                      "(SELECT 1 FROM jobs j WHERE j.kind = 'embed' AND j.target = e.id AND j.status != 'done')) "
-                      "AS embedded FROM entries e ORDER BY e.rid",
-                      ("id", "l2_full", "context_type", "scope", "status", "created_at", "updated_at", "tags",
-                       "metadata", "content_hash")),
-    "history.jsonl": ("SELECT id, entry_id, event, old_value, new_value, metadata, created_at FROM entry_history "
-                      "ORDER BY seq", ("id", "entry_id", "event", "created_at")),
-    "sessions.jsonl": ("SELECT id, user_id, agent_id, project_id, status, metadata, created_at, updated_at, "
-                       "committed_seq, enriched_seq FROM sessions ORDER BY rowid", ("id", "created_at", "updated_at")),
-    "messages.jsonl": ("SELECT id, session_id, seq, role, content, name, tool_calls, tool_call_id, metadata, "
-                       "created_at FROM messages ORDER BY session_id, seq",
-                       ("id", "session_id", "seq", "role", "content", "created_at")),
-    "links.jsonl": ("SELECT session_id, entry_id, kind, message_seq FROM session_memory_links "
-                    "ORDER BY session_id, entry_id", ("session_id", "entry_id", "kind")),
-    "entities.jsonl": ("SELECT id, name, norm_name, type, aliases, created_at FROM entities ORDER BY rowid",
-                       ("id", "name", "norm_name", "created_at")),
-    "entity_aliases.jsonl": ("SELECT norm_alias, entity_id FROM entity_aliases ORDER BY norm_alias",
-                             ("norm_alias", "entity_id")),
-    "relations.jsonl": ("SELECT id, subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, "
-                        "confidence, created_at FROM relations ORDER BY rowid",
-                        ("id", "subject_id", "predicate", "object_id", "created_at")),
-    "skill_files.jsonl": ("SELECT skill_id, path, content, size_bytes, sha256 FROM skill_files "
-                          "ORDER BY skill_id, path", ("skill_id", "path", "content")),
+# member -> the fields every row must have (the SQL that reads and writes them is storage/<engine>/archives.py)
+_TABLES: dict[str, tuple[str, ...]] = {
+    "entries.jsonl": ("id", "l2_full", "context_type", "scope", "status", "created_at", "updated_at", "tags",
+                      "metadata", "content_hash"),
+    "history.jsonl": ("id", "entry_id", "event", "created_at"),
+    "sessions.jsonl": ("id", "created_at", "updated_at"),
+    "messages.jsonl": ("id", "session_id", "seq", "role", "content", "created_at"),
+    "links.jsonl": ("session_id", "entry_id", "kind"),
+    "entities.jsonl": ("id", "name", "norm_name", "created_at"),
+    "entity_aliases.jsonl": ("norm_alias", "entity_id"),
+    "relations.jsonl": ("id", "subject_id", "predicate", "object_id", "created_at"),
+    "skill_files.jsonl": ("skill_id", "path", "content"),
 }
 _JSON_FIELDS = {"entries.jsonl": ("tags", "metadata"), "history.jsonl": ("metadata",),
                 "sessions.jsonl": ("metadata",), "messages.jsonl": ("metadata",), "entities.jsonl": ("aliases",)}
@@ -96,31 +79,6 @@ class ArchiveError(ValidationError):
 
 
 # ------------------------------------------------------------------------------------------------- export
-def _connect_fn(driver: str) -> Any:
-    if driver == "sqlean":
-        import sqlean
-
-        return sqlean.connect
-    return sqlite3.connect
-
-
-def _snapshot(path: Path, driver: str, busy_timeout_s: float) -> dict[str, list[dict[str, Any]]]:
-    """Read every exported table in one read transaction of a private connection (a consistent snapshot)."""
-    conn = _connect_fn(driver)(str(path), timeout=busy_timeout_s, isolation_level=None)
-    try:
-        conn.execute("BEGIN")
-        out: dict[str, list[dict[str, Any]]] = {}
-        columns = [r[1] for r in conn.execute("PRAGMA table_info(entries)") if r[1] not in _DERIVED]
-        for member, (sql, _req) in _TABLES.items():
-            cur = conn.execute(sql.format(columns=", ".join(f"e.{c}" for c in columns)))
-            names = [d[0] for d in cur.description]
-            out[member] = [dict(zip(names, row)) for row in cur.fetchall()]
-        conn.execute("COMMIT")
-        return out
-    finally:
-        conn.close()
-
-
 def _add_member(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
@@ -139,16 +97,16 @@ async def export_archive(ab: Any, path: str | Path) -> dict[str, Any]:
     if not target.name or target.is_dir():
         raise ValidationError(f"the archive path must name a file, got {str(path)!r}")
     try:
-        data = await asyncio.to_thread(_snapshot, ab.path, db.driver, ab.settings.storage.busy_timeout_s)
+        data = await asyncio.to_thread(db.ops.archives.snapshot, ab.path, db.driver,
+                                       ab.settings.storage.busy_timeout_s)
     except DRIVER_ERRORS as exc:
         raise StorageError(f"export failed reading {ab.path}: {exc}") from exc
     for row in data["entries.jsonl"]:
         row["embedded"] = bool(row["embedded"])
     blobs = {m: "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows).encode()
              for m, rows in data.items()}
-    version = await db.fetchone("SELECT MAX(version) FROM schema_version")
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "created_at": utcnow().isoformat(),
-                "agentbase_version": __version__, "schema_version": version[0] if version else None,
+                "agentbase_version": __version__, "schema_version": await db.ops.archives.schema_version(db),
                 "counts": {m: len(rows) for m, rows in data.items()},
                 "files": {m: {"sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)} for m, b in blobs.items()}}
 
@@ -294,7 +252,7 @@ def _check_row(member: str, row: Any, lineno: int) -> dict[str, Any]:
     where = f"{member} line {lineno}"
     if not isinstance(row, dict):
         raise ArchiveError(f"{where}: expected a JSON object")
-    for key in _TABLES[member][1]:
+    for key in _TABLES[member]:
         if row.get(key) is None:
             raise ArchiveError(f"{where}: missing {key!r}")
     try:
@@ -356,20 +314,17 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
         history.setdefault(h["entry_id"], []).append(h)
     archived_ids = {r["id"] for r in t["entries.jsonl"]}
     now = to_db_time(utcnow())
-    table = [r[1] for r in await (await conn.execute("PRAGMA table_info(entries)")).fetchall()]
+    ops = conn.ops.archives
+    table = await ops.entry_table_columns(conn)
     for row in t["entries.jsonl"]:
-        local = await (await conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?",
-                                          (row["id"],))).fetchone()
+        local = await ops.entry_row_by_id(conn, row["id"])
         new = _entry(row)
         if local is None:
-            cols = [c for c in table if c in row and c not in _DERIVED]
-            cur = await conn.execute(
-                f"INSERT INTO entries({', '.join(cols)}, fts_text) VALUES ({', '.join('?' * (len(cols) + 1))})",
-                [*(row[c] for c in cols), _fts_source(new)])
-            await conn.executemany("INSERT OR IGNORE INTO entry_tags(rid, tag) VALUES (?, ?)",
-                                   [(cur.lastrowid, tag) for tag in new.tags])
+            await ops.insert_entry_columns(
+                conn, {c: row[c] for c in table if c in row and c not in ops.DERIVED_ENTRY_COLUMNS},
+                _fts_source(new), new.tags)
             events = history.get(row["id"], [])
-            await _insert_history(conn, events)
+            await ops.insert_history_events(conn, events)
             if not events:
                 await record_history(conn, row["id"], "ADD", None, new.l2_full, now, {"source": "archive"})
             if row.get("embedded", True):
@@ -391,30 +346,21 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
         stats["entries_updated"] += 1
     # the audit trail of entries deleted before the export
     orphans = [h for eid, hs in history.items() if eid not in archived_ids for h in hs]
-    await _insert_history(conn, orphans)
-
-
-async def _insert_history(conn: Any, events: list[dict[str, Any]]) -> None:
-    await conn.executemany(
-        "INSERT OR IGNORE INTO entry_history(id, entry_id, event, old_value, new_value, metadata, created_at) "
-        "VALUES (:id, :entry_id, :event, :old_value, :new_value, :metadata, :created_at)",
-        [{"old_value": None, "new_value": None, "metadata": "{}", **e} for e in events])
+    await ops.insert_history_events(conn, orphans)
 
 
 async def _import_sessions(conn: Any, t: dict[str, list], stats: dict[str, int]) -> None:
+    ops = conn.ops.archives
     added: set[str] = set()
     for s in t["sessions.jsonl"]:
-        if await (await conn.execute("SELECT 1 FROM sessions WHERE id = ?", (s["id"],))).fetchone():
+        if await conn.ops.sessions.session_exists(conn, s["id"]):
             stats["sessions_skipped"] += 1
             continue
         row = {"user_id": None, "agent_id": None, "project_id": None, "status": "open", "metadata": "{}",
                "committed_seq": 0, **s}
         # An archive from before schema v7 has no enriched_seq: its commits were enriched inline.
         row.setdefault("enriched_seq", row["committed_seq"])
-        await conn.execute(
-            "INSERT INTO sessions(id, user_id, agent_id, project_id, status, metadata, created_at, updated_at, "
-            "committed_seq, enriched_seq) VALUES (:id, :user_id, :agent_id, :project_id, :status, :metadata, "
-            ":created_at, :updated_at, :committed_seq, :enriched_seq)", row)
+        await ops.insert_session(conn, row)
         seqs = (row["enriched_seq"], row["committed_seq"])
         if all(isinstance(v, int) for v in seqs) and seqs[0] < seqs[1]:  # exported with its enrichment queued
             await enqueue_job(conn, "enrich", row["id"], to_db_time(utcnow()))
@@ -422,20 +368,16 @@ async def _import_sessions(conn: Any, t: dict[str, list], stats: dict[str, int])
         stats["sessions_added"] += 1
     msgs = [{"name": None, "tool_calls": None, "tool_call_id": None, "metadata": "{}", **m}
             for m in t["messages.jsonl"] if m["session_id"] in added]
-    await conn.executemany(
-        "INSERT INTO messages(id, session_id, seq, role, content, name, tool_calls, tool_call_id, metadata, "
-        "created_at) VALUES (:id, :session_id, :seq, :role, :content, :name, :tool_calls, :tool_call_id, "
-        ":metadata, :created_at)", msgs)
+    await ops.insert_messages(conn, msgs)
     stats["messages_added"] += len(msgs)
-    await conn.executemany(
-        "INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
-        "VALUES (:session_id, :entry_id, :kind, :message_seq)",
-        [{"message_seq": None, **link} for link in t["links.jsonl"] if link["session_id"] in added])
+    await ops.insert_links(conn, [{"message_seq": None, **link} for link in t["links.jsonl"]
+                                  if link["session_id"] in added])
 
 
 async def _import_graph(conn: Any, t: dict[str, list], stats: dict[str, int]) -> None:
     from .graph import normalize_name
 
+    ops = conn.ops.archives
     aliases: dict[str, list[str]] = {}
     for a in t["entity_aliases.jsonl"]:
         aliases.setdefault(a["entity_id"], []).append(a["norm_alias"])
@@ -445,43 +387,36 @@ async def _import_graph(conn: Any, t: dict[str, list], stats: dict[str, int]) ->
         names = json.loads(e.get("aliases") or "[]")
         local = None
         for key in keys:
-            row = await (await conn.execute("SELECT entity_id FROM entity_aliases WHERE norm_alias = ?",
-                                            (key,))).fetchone()
-            if row:
-                local = row[0]
+            local = await conn.ops.graph.entity_id_for_alias(conn, key)
+            if local:
                 break
         if local is None:
-            clash = await (await conn.execute("SELECT 1 FROM entities WHERE id = ? OR norm_name = ?",
-                                              (e["id"], e["norm_name"]))).fetchone()
-            if clash:
+            if await ops.entity_collides(conn, e["id"], e["norm_name"]):
                 raise ArchiveError(f"entity {e['name']!r} collides with a local entity of another name")
-            await conn.execute("INSERT INTO entities(id, name, norm_name, type, aliases, created_at) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", (e["id"], e["name"], e["norm_name"], e.get("type"),
-                                                             json.dumps(names, ensure_ascii=False), e["created_at"]))
+            await ops.insert_entity_row(conn, e["id"], e["name"], e["norm_name"], e.get("type"),
+                                        json.dumps(names, ensure_ascii=False), e["created_at"])
             local = e["id"]
             stats["entities_added"] += 1
         else:
-            row = await (await conn.execute("SELECT name, aliases FROM entities WHERE id = ?", (local,))).fetchone()
-            have = json.loads(row[1])
-            known = {normalize_name(n) for n in [row[0], *have]}
+            _id, name, _type, stored, _created = (await conn.ops.graph.entity_rows(conn, [local]))[0]
+            have = json.loads(stored)
+            known = {normalize_name(n) for n in [name, *have]}
             extra = [n for n in [e["name"], *names] if normalize_name(n) not in known]
             if extra:
-                await conn.execute("UPDATE entities SET aliases = ? WHERE id = ?",
-                                   (json.dumps(have + list(dict.fromkeys(extra)), ensure_ascii=False), local))
+                await ops.set_entity_alias_list(conn, local,
+                                                json.dumps(have + list(dict.fromkeys(extra)), ensure_ascii=False))
         mapping[e["id"]] = local
-        await conn.executemany("INSERT OR IGNORE INTO entity_aliases(norm_alias, entity_id) VALUES (?, ?)",
-                               [(k, local) for k in keys])
+        await ops.index_aliases(conn, local, keys)
     for r in t["relations.jsonl"]:
-        row = await (await conn.execute("SELECT valid_to FROM relations WHERE id = ?", (r["id"],))).fetchone()
-        if row is not None:
-            if row[0] is None and r.get("valid_to") is not None:
-                await conn.execute("UPDATE relations SET valid_to = ? WHERE id = ?", (r["valid_to"], r["id"]))
+        exists, valid_to = await ops.relation_end(conn, r["id"])
+        if exists:
+            if valid_to is None and r.get("valid_to") is not None:
+                await ops.set_relation_end(conn, r["id"], r["valid_to"])
             continue
-        await conn.execute(
-            "INSERT INTO relations(id, subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, "
-            "confidence, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (r["id"], mapping[r["subject_id"]], r["predicate"], mapping[r["object_id"]], r.get("valid_from"),
-             r.get("valid_to"), r.get("source_entry_id"), float(r.get("confidence", 1.0)), r["created_at"]))
+        await conn.ops.graph.insert_relation(
+            conn, r["id"], mapping[r["subject_id"]], r["predicate"], mapping[r["object_id"]],
+            valid_from=r.get("valid_from"), valid_to=r.get("valid_to"), source_entry_id=r.get("source_entry_id"),
+            confidence=float(r.get("confidence", 1.0)), now=r["created_at"])
         stats["relations_added"] += 1
 
 
@@ -498,12 +433,10 @@ async def import_archive(ab: Any, path: str | Path, *, max_bytes: int) -> dict[s
         await _import_entries(ab, conn, t, stats)
         await _import_sessions(conn, t, stats)
         await _import_graph(conn, t, stats)
-        await conn.executemany(
-            "INSERT INTO skill_files(skill_id, path, content, size_bytes, sha256) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(skill_id, path) DO UPDATE SET content = excluded.content, size_bytes = "
-            "excluded.size_bytes, sha256 = excluded.sha256",
-            [(f["skill_id"], f["path"], f["content"], int(f.get("size_bytes") or len(f["content"].encode())),
-              f.get("sha256") or hashlib.sha256(f["content"].encode()).hexdigest()) for f in t["skill_files.jsonl"]])
+        await conn.ops.archives.upsert_skill_files(
+            conn, [(f["skill_id"], f["path"], f["content"], int(f.get("size_bytes") or len(f["content"].encode())),
+                    f.get("sha256") or hashlib.sha256(f["content"].encode()).hexdigest())
+                   for f in t["skill_files.jsonl"]])
         stats["skill_files"] = len(t["skill_files.jsonl"])
     ab._notify()
     return {**stats, "format_version": manifest["format_version"], "created_at": manifest.get("created_at")}
