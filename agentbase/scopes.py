@@ -41,11 +41,11 @@ from .validation import check_id, check_metadata, check_text
 __all__ = ["VIEWER_KEYS", "ActiveSession", "visibility_clause", "visible_to"]
 
 VIEWER_KEYS = ("user_id", "agent_id", "project_id", "session_id")
-_SCOPED = (("agent", "agent_id"), ("project", "project_id"), ("session", "session_id"))
 
 
 def visibility_clause(viewer: dict[str, Any], alias: str = "e") -> tuple[str, list[Any]]:
-    """SQL boolean expression over ``entries AS alias`` that keeps what ``viewer`` may see.
+    """SQL boolean expression over ``entries AS alias`` that keeps what ``viewer`` may see (the SQL is
+    :func:`agentbase.storage.sqlite.filters.visibility`).
 
     Args:
         viewer: any of ``user_id``, ``agent_id``, ``project_id``, ``session_id`` (None values are ignored).
@@ -64,19 +64,12 @@ def visibility_clause(viewer: dict[str, Any], alias: str = "e") -> tuple[str, li
         raise ValidationError(f"unknown visible_to keys {sorted(unknown)}; use {list(VIEWER_KEYS)}")
     if not alias.isidentifier():
         raise ValidationError("alias must be an identifier")
-    a = alias
-    ors = [f"{a}.scope = 'global'"]
-    params: list[Any] = []
-    for scope, key in _SCOPED:
-        value = viewer.get(key)
-        if value is not None:
-            ors.append(f"({a}.scope = '{scope}' AND {a}.{key} = ?)")
-            params.append(check_id(value, key))
-    sql = "(" + " OR ".join(ors) + ")"
-    if viewer.get("user_id") is not None:
-        sql += f" AND ({a}.user_id IS NULL OR {a}.user_id = ?)"
-        params.append(check_id(viewer["user_id"], "user_id"))
-    return sql, params
+    for key in VIEWER_KEYS:
+        if viewer.get(key) is not None:
+            check_id(viewer[key], key)
+    from .storage.sqlite.filters import visibility
+
+    return visibility(viewer, alias)
 
 
 def visible_to(user_id: str | None = None, agent_id: str | None = None, project_id: str | None = None,

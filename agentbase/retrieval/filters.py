@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +11,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..models import ContextType, Scope
 from ..scopes import visibility_clause
-from ..timeutil import parse_time, to_db_time
+from ..timeutil import parse_time
 from ..validation import check_bool, check_category, check_id, check_int, check_json, check_tags
 
 __all__ = ["METADATA_KEY", "OWNER_KEYS", "Filters", "filters_from_kwargs"]
@@ -65,47 +64,19 @@ class Filters:
     visible_to: dict[str, Any] | None = None
 
     def where(self, alias: str = "e") -> tuple[str, list[Any]]:
-        """Build a SQL boolean expression over ``entries AS alias`` and its parameters.
+        """Build the SQL boolean expression over ``entries AS alias`` that applies these filters, and its
+        parameters (the SQL is :func:`agentbase.storage.sqlite.filters.where`).
 
         Returns:
             ``(sql, params)``; values are always bound parameters, never interpolated.
 
         Raises:
-            ValidationError: a metadata key with characters outside ``[A-Za-z0-9_.-]``, or a value that is not a
-                JSON scalar, an int outside SQLite's 64-bit range, NaN/infinity or a string with a lone surrogate.
+            ValidationError: a metadata key longer than 256 characters or holding ``"``, ``\\`` or a control
+                character, or a value that is not a JSON scalar, an int outside the 64-bit range, NaN/infinity or a
+                string with a lone surrogate; an unknown ``visible_to`` key or a malformed id.
         """
-        clauses: list[str] = []
-        params: list[Any] = []
-        a = alias
+        from ..storage.sqlite import filters as sql_filters
 
-        def one_or_many(column: str, value: Any) -> None:
-            values = [value] if isinstance(value, str) or hasattr(value, "value") else list(value)
-            values = list(dict.fromkeys(getattr(v, "value", v) for v in values))
-            if not values:  # "one of no values": nothing passes (None, not [], means no filter)
-                clauses.append("0")
-            elif len(values) == 1:
-                clauses.append(f"{a}.{column} = ?")
-                params.append(values[0])
-            else:
-                clauses.append(f"{a}.{column} IN (SELECT value FROM json_each(?))")
-                params.append(json.dumps(values))
-
-        for column in ("context_type", "category", "scope"):
-            if getattr(self, column) is not None:
-                one_or_many(column, getattr(self, column))
-        for column in ("user_id", "agent_id", "project_id", "session_id"):
-            value = getattr(self, column)
-            if value is not None:
-                clauses.append(f"{a}.{column} = ?")
-                params.append(str(value))
-        tags = list(dict.fromkeys(str(t) for t in self.tags or []))
-        if tags:
-            # One clause for any number of tags (an AND of one EXISTS per tag passes SQLite's expression depth
-            # limit of 1,000 near that many tags); (tag, rid) is the table's primary key, so counting the entry's
-            # rows among the wanted tags counts distinct tags.
-            clauses.append(f"(SELECT count(*) FROM entry_tags t WHERE t.rid = {a}.rid "
-                           f"AND t.tag IN (SELECT value FROM json_each(?))) = ?")
-            params.extend([json.dumps(tags), len(tags)])
         for key, value in (self.metadata or {}).items():
             if not isinstance(key, str) or not METADATA_KEY.fullmatch(key):
                 raise ValidationError(f"metadata filter key {key!r} must be 1-256 characters without '\"', '\\' "
@@ -116,36 +87,9 @@ class Filters:
                 check_int(value, f"metadata filter value for {key!r}")
             else:  # NaN/infinity, lone surrogates
                 check_json(value, f"metadata filter value for {key!r}")
-            # Compared as JSON values: the stored type must agree (json_extract alone gives an array's JSON text,
-            # true as 1, and NULL for a missing key as for a null). A stored array matches when one of its items
-            # does, as in Qdrant, Pinecone and mem0 ({"tags": "x"} finds "tags": ["x", "y"]).
-            # json_each walks a stored scalar as one row and an array item by item (an object's rows are its
-            # members, so objects are left out).
-            path = f'$."{key}"'
-            if value is None or isinstance(value, bool):
-                test, args = "type = ?", [json.dumps(value)]  # 'null', 'true', 'false'
-            elif isinstance(value, str):
-                test, args = "type = 'text' AND value = ?", [value]
-            else:  # int or float: 1 and 1.0 are the same number
-                test, args = "type IN ('integer', 'real') AND value = ?", [value]
-            clauses.append(f"(json_type({a}.metadata, ?) != 'object' AND EXISTS "
-                           f"(SELECT 1 FROM json_each({a}.metadata, ?) WHERE {test}))")
-            params.extend([path, path, *args])
-        if self.date_from is not None:
-            clauses.append(f"COALESCE({a}.event_time, {a}.created_at) >= ?")
-            params.append(to_db_time(self.date_from))
-        if self.date_to is not None:
-            clauses.append(f"COALESCE({a}.event_time, {a}.created_at) <= ?")
-            params.append(to_db_time(self.date_to, end=True))
-        if not self.include_archived:
-            clauses.append(f"{a}.status = 'active'")
-        if self.exclude_superseded:
-            clauses.append(f"{a}.superseded_by IS NULL")
         if self.visible_to is not None:
-            sql, viewer_params = visibility_clause(self.visible_to, a)
-            clauses.append(sql)
-            params.extend(viewer_params)
-        return (" AND ".join(clauses) or "1"), params
+            visibility_clause(self.visible_to, alias)  # validates the viewer and the alias
+        return sql_filters.where(self, alias)
 
 
 def _one_or_many(value: Any, what: str, allowed: set[str] | None) -> Any:
