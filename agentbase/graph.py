@@ -286,6 +286,13 @@ async def extract_entry_relations(ab: Any, conn: Any, entry: Any) -> int:
 RELATIONS_JOB = "relations"  # jobs.kind of a memory's queued relation extraction; jobs.target is the entry id
 
 
+def may_state_relations(text: str, settings: Any) -> bool:
+    """Whether ``text`` can give a relation: one of the relation verbs occurs in the part that is read (the first
+    ``ingest.ner_max_chars`` characters; :data:`~agentbase._graph_rules.GATE`). Memories without one queue no
+    ``relations`` job."""
+    return bool(GATE.search(text[:settings.ingest.ner_max_chars]))
+
+
 async def relations_job(ab: Any, entry_id: str) -> bool:
     """Queued by ``add_memory``: the graph relations of one memory, valid from its ``event_time`` (else
     ``created_at``), in one transaction. Idempotent (a relation already stored is kept, not duplicated).

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._loop import bridged
 from ..errors import NotFoundError, ValidationError
-from ..graph import RELATIONS_JOB
+from ..graph import RELATIONS_JOB, may_state_relations
 from ..ingest.dedup import content_hash, harden_confidence
 from ..ingest.tiers import l0_abstract, l1_overview
 from ..models import ContextType, Entry, HistoryEvent, Scope, utcnow
@@ -166,7 +166,8 @@ class EntriesAPI:
                     await (await conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry.id,))).fetchone():
                 raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
             await insert_entry(conn, entry, fact_key=None)
-            if entry.context_type is ContextType.MEMORY:  # its graph relations follow, as a commit's do
+            if entry.context_type is ContextType.MEMORY and may_state_relations(content, self.settings):
+                # its graph relations follow, as a commit's do (a text no relation verb occurs in queues nothing)
                 await enqueue_job(conn, RELATIONS_JOB, entry.id, to_db_time(entry.updated_at))
         self._notify()
         return entry
