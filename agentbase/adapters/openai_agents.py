@@ -37,7 +37,7 @@ from agentbase.models import Message
 
 try:
     from agents.exceptions import UserError
-    from agents.memory.session_settings import SessionSettings, coerce_session_settings
+    from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("openai-agents", "openai-agents") from exc
 
@@ -282,9 +282,8 @@ class AgentBaseSession:
             UsageError: the session was closed.
         """
         self._check_open()
-        explicit = _check_limit(limit)
-        effective = explicit if explicit is not None else \
-            _check_limit(getattr(self.session_settings, "limit", None))
+        _check_limit(limit)
+        effective = _check_limit(resolve_session_limit(limit, self.session_settings))  # as SQLiteSession
         if effective == 0 or await self._foreign():
             return []
         if effective is None or effective < 0:

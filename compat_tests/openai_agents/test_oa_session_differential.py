@@ -121,13 +121,15 @@ async def test_session_settings_limit_is_the_default_and_an_explicit_limit_wins(
         s = open_session("settings", session_settings=SessionSettings(limit=3))
         d = open_session("settings", session_settings={"limit": 0})
         await s.add_items([{"role": "user", "content": f"Message {i}"} for i in range(10)])
-        return [s.session_settings.limit, await s.get_items(), await s.get_items(limit=2),
+        seen = [s.session_settings.limit, await s.get_items(), await s.get_items(limit=2),
                 await s.get_items(limit=0), await d.get_items(), await d.get_items(limit=1)]
+        s.session_settings = {"limit": 4}  # a dict set later is read as SessionSettings too
+        return seen + [await s.get_items()]
 
     got = await on_both(backends, scenario)
     assert got[0] == 3 and [i["content"] for i in got[1]] == ["Message 7", "Message 8", "Message 9"]
     assert [i["content"] for i in got[2]] == ["Message 8", "Message 9"]
-    assert got[3] == [] and got[4] == [] and len(got[5]) == 1
+    assert got[3] == [] and got[4] == [] and len(got[5]) == 1 and len(got[6]) == 4
 
 
 async def test_pop_returns_and_removes_the_latest_until_empty(backends):
