@@ -19,6 +19,7 @@ _EXPORTS = {
     "OpenAIAssistantAdapter": "openai_assistants",
     "AsyncOpenAIAssistantAdapter": "openai_assistants",
     "MinimalAdapter": "minimal",
+    "AgentBaseSession": "openai_agents",
 }
 
 __all__ = sorted(_EXPORTS)

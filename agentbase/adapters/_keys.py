@@ -13,5 +13,7 @@ LLAMA_INDEX_MESSAGE = "llama_index"  # message: the dumped ChatMessage
 LLAMA_INDEX_STATUS = "llama_index_status"  # message: AsyncDBChatStore status ("archived")
 LLAMA_INDEX_SESSION = "llama_index_chat_store"  # session: a key of the LlamaIndex chat stores
 OPENAI = "_openai"  # message / session: OpenAI fields that are not user metadata
+OPENAI_AGENTS_ITEM = "openai_agents"  # message: json.dumps() of the OpenAI Agents SDK session item
 
 FRAMEWORK_KEYS = frozenset({LANGCHAIN_MESSAGE, LLAMA_INDEX_MESSAGE, LLAMA_INDEX_STATUS, LLAMA_INDEX_SESSION})
+FRAMEWORK_KEYS |= {OPENAI_AGENTS_ITEM}
