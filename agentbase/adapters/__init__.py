@@ -19,6 +19,7 @@ _EXPORTS = {
     "OpenAIAssistantAdapter": "openai_assistants",
     "AsyncOpenAIAssistantAdapter": "openai_assistants",
     "MinimalAdapter": "minimal",
+    "AgentBaseStore": "langgraph_store",
 }
 
 __all__ = sorted(_EXPORTS)
