@@ -105,6 +105,9 @@ def test_keys_and_labels_are_exact(store):
     assert store.get(("a", "b"), "K").value == {"x": 4}
     store.put(("ünï", "東京"), "ключ", {"text": "Grüße aus 東京"})
     assert store.get(("ünï", "東京"), "ключ").value == {"text": "Grüße aus 東京"}
+    store.put(("e",), "", {})  # an empty key and an empty value
+    assert store.get(("e",), "").value == {}
+    assert keys(store.search(("e",))) == [""]
 
 
 # ---------------------------------------------------------------------- search without a query
