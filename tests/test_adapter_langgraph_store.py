@@ -13,7 +13,8 @@ pytest.importorskip("langgraph.store.memory")
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from agentbase import AgentBase, load_settings  # noqa: E402
-from agentbase.adapters.langgraph_store import AgentBaseStore, _matches, item_id  # noqa: E402
+from agentbase.adapters._langgraph_rules import _matches
+from agentbase.adapters.langgraph_store import AgentBaseStore, item_id  # noqa: E402
 
 VALUES = ["red", "Red", "", 1, 1.0, 0, 2.5, True, False, None, ["red"], ["red", "blue"], [1, 2], {"a": "red"},
           {"a": 1, "b": [1]}, "1"]
