@@ -20,6 +20,7 @@ _EXPORTS = {
     "AsyncOpenAIAssistantAdapter": "openai_assistants",
     "MinimalAdapter": "minimal",
     "AgentBaseSession": "openai_agents",
+    "AgentBaseStore": "langgraph_store",
 }
 
 __all__ = sorted(_EXPORTS)
