@@ -19,6 +19,7 @@ _EXPORTS = {
     "OpenAIAssistantAdapter": "openai_assistants",
     "AsyncOpenAIAssistantAdapter": "openai_assistants",
     "MinimalAdapter": "minimal",
+    "AgentBaseSaver": "langgraph_checkpoint",
 }
 
 __all__ = sorted(_EXPORTS)
