@@ -43,7 +43,8 @@ def test_every_capability_is_detected(tmp_path: Path, opener) -> None:
 
 @pytest.mark.parametrize("capability", sorted(c.value for c in Capability))
 async def test_conformance_capability(capability: str, tmp_path: Path, opener) -> None:
-    report = await validate(_registered(tmp_path, opener), capabilities={capability}, progress=ProgressCallbacks.verbose())
+    report = await validate(_registered(tmp_path, opener), capabilities={capability},
+                            progress=ProgressCallbacks.verbose())
     result = report.results[capability]
     assert result.detected, f"{capability} not detected"
     assert result.tests_failed == 0 and result.passed is True, result.failures

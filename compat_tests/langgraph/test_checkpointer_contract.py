@@ -75,7 +75,8 @@ def test_sync_methods_round_trip(db) -> None:
 
 
 def test_same_calls_give_same_state_as_in_memory_saver(db) -> None:
-    """One script of sync calls (namespaces, writes, a repeated write, a special-channel write, a thread delete) on both savers."""
+    """One script of sync calls on both savers: namespaces, writes, a repeated write, a special-channel write,
+    a thread delete."""
     results = []
     for saver in (InMemorySaver(), AgentBaseSaver(db)):
         root = _chain(saver, "t1", 3)
