@@ -175,6 +175,14 @@ class AgentBaseSaver(BaseCheckpointSaver[str]):
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
+    def with_allowlist(self, extra_allowlist: Any) -> AgentBaseSaver:
+        """LangGraph's shallow clone with a stricter msgpack allowlist (made by compiled graphs); the clone shares
+        this saver's database and never hands it back (only this saver's :meth:`close` does)."""
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is not self:
+            clone._owned = False
+        return clone
+
     # ------------------------------------------------------------------ conversions
     def _tuple(self, rec: CheckpointRecord) -> CheckpointTuple:
         checkpoint = self.serde.loads_typed((rec.type, rec.checkpoint))

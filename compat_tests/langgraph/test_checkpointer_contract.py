@@ -180,3 +180,18 @@ def test_thread_ids_may_be_ints(db) -> None:
     assert saver.get_tuple({"configurable": {"thread_id": 42}}).checkpoint["channel_values"] == {"x": 1}
     saver.delete_thread(42)
     assert saver.get_tuple(_cfg("42")) is None
+
+
+def test_allowlist_clone_shares_the_file_and_never_closes_it(db_path: Path) -> None:
+    """Compiled graphs may clone the saver with a stricter msgpack allowlist (``with_allowlist``)."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    saver = AgentBaseSaver(str(db_path), serde=JsonPlusSerializer(allowed_msgpack_modules=None))
+    clone = saver.with_allowlist([("my_package", "MyType")])
+    assert clone is not saver and clone._db is saver._db
+    clone.close()
+    assert not saver._db.closed
+    stored = saver.put(_cfg("a"), _checkpoint({"x": [1, 2]}), {"source": "loop", "step": 0}, {"x": 1})
+    assert clone.get_tuple(stored).checkpoint["channel_values"] == {"x": [1, 2]}
+    saver.close()
+    assert saver._db.closed
