@@ -5,8 +5,11 @@ saver's rows stay out of AgentBase's memories."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, TypedDict
 
 import pytest
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph import END, START, StateGraph
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import ERROR
@@ -195,3 +198,39 @@ def test_allowlist_clone_shares_the_file_and_never_closes_it(db_path: Path) -> N
     assert clone.get_tuple(stored).checkpoint["channel_values"] == {"x": [1, 2]}
     saver.close()
     assert saver._db.closed
+
+
+def test_delta_channel_state_matches_in_memory_saver(db_path: Path, opener) -> None:
+    """LangGraph's (beta) DeltaChannel stores writes and periodic snapshots and rebuilds its value by walking the
+    parent chain (get_delta_channel_history); after seven steps and a reopened file it equals InMemorySaver's."""
+    def extend(state, batches):
+        out = list(state or [])
+        for batch in batches:
+            out.extend(batch)
+        return out
+
+    def build(checkpointer):
+        graph = StateGraph(TypedDict("State", {"items": Annotated[list, DeltaChannel(extend, list,
+                                                                                    snapshot_frequency=3)]}))
+        graph.add_node("count", lambda s: {"items": [len(s["items"])]})
+        graph.add_edge(START, "count")
+        graph.add_edge("count", END)
+        return graph.compile(checkpointer=checkpointer)
+
+    config = {"configurable": {"thread_id": "delta"}}
+    finals = []
+    for make in (InMemorySaver, lambda: AgentBaseSaver(opener(db_path))):
+        saver = make()
+        graph = build(saver)
+        for i in range(7):
+            final = graph.invoke({"items": [100 + i]}, config)
+        finals.append((final, [s.values for s in graph.get_state_history(config)]))
+        if isinstance(saver, AgentBaseSaver):
+            saver._db.sync.close()
+    assert finals[0] == finals[1]
+    assert finals[1][0]["items"] == [100, 1, 101, 3, 102, 5, 103, 7, 104, 9, 105, 11, 106, 13]
+    db = opener(db_path)
+    try:
+        assert build(AgentBaseSaver(db)).get_state(config).values == finals[1][0]
+    finally:
+        db.sync.close()
