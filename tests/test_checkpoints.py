@@ -102,6 +102,12 @@ async def test_prune_delete_runs_copy_and_unreferenced_values(db, db_path):
     kept = await db.get_checkpoint("t")
     assert kept.checkpoint_id == "c3" and kept.blobs == {"m": ("json", b"2")} and kept.writes == []
     assert await db.prune_checkpoints(["copy"], keep_latest=False) == 1
+    _put(db, "t", "c4", parent="c3", versions={"m": 4}, blobs=[("m", 4, "json", b"4")])
+    db.sync.put_checkpoint_writes("t", "c4", [("task", 0, "ch", "json", b"w4", "")])
+    assert await db.delete_checkpoints("t", ["c4", "unknown"], checkpoint_ns="child") == 0  # other namespace
+    assert await db.delete_checkpoints("t", ["c4", "unknown"]) == 1
+    assert (await db.get_checkpoint("t")).checkpoint_id == "c3"
+    assert await _rows(db, "checkpoint_blobs") == 1 and await _rows(db, "checkpoint_writes") == 0  # m=2 only
     assert await db.delete_checkpoint_threads(["t", "nobody"]) == 1
     assert await db.list_checkpoints() == []
     for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
@@ -126,6 +132,7 @@ async def test_bad_input_writes_nothing(db, db_path):
         lambda: db.list_checkpoints(metadata_filter=["not", "a", "dict"]),
         lambda: db.delete_checkpoint_threads("t"),
         lambda: db.delete_checkpoint_runs([None]),
+        lambda: db.delete_checkpoints("t", "c1"),
         lambda: db.prune_checkpoints(["t"], keep_latest="yes"),
     ]
     for call in bad_calls:

@@ -113,6 +113,35 @@ def _strategy(strategy: Any) -> bool:
     return strategy == "keep_latest"
 
 
+_DELTA_COUNTERS = "counters_since_delta_snapshot"  # metadata key LangGraph writes for threads with DeltaChannels
+
+
+def _delta_chain(recs: Sequence[CheckpointRecord]) -> set[str]:
+    """Ids to keep when pruning one namespace to its newest checkpoint (``recs`` newest first): the newest, plus
+    the ancestors a ``DeltaChannel`` needs to rebuild its value there. Its channels are the keys of the newest
+    checkpoint's ``counters_since_delta_snapshot`` metadata; a channel is rebuilt from the writes stored under
+    each ancestor back to the nearest one that stores a value for it (a snapshot), so that chain is kept
+    (the rule of ``BaseCheckpointSaver.prune``'s DeltaChannel note, langgraph-checkpoint 4.x)."""
+    latest = recs[0]
+    counters = latest.metadata.get(_DELTA_COUNTERS)
+    pending = {ch for ch in counters if not _stored(latest, ch)} if isinstance(counters, dict) else set()
+    keep = {latest.checkpoint_id}
+    by_id = {r.checkpoint_id: r for r in recs}
+    parent = latest.parent_checkpoint_id
+    while pending and parent in by_id:
+        rec = by_id[parent]
+        keep.add(rec.checkpoint_id)
+        pending = {ch for ch in pending if not _stored(rec, ch)}
+        parent = rec.parent_checkpoint_id
+    return keep
+
+
+def _stored(rec: CheckpointRecord, channel: str) -> bool:
+    """Whether ``rec`` stores a value (not LangGraph's "empty" marker) for ``channel``."""
+    blob = rec.blobs.get(channel)
+    return blob is not None and blob[0] != _EMPTY
+
+
 def _thread_ids(values: Any, what: str) -> list[str]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise ValidationError(f"{what} must be a list of ids, got {type(values).__name__}")
@@ -278,8 +307,13 @@ class AgentBaseSaver(BaseCheckpointSaver[str]):
         run_sync(self.acopy_thread(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """``"keep_latest"``: keep only the newest checkpoint (and its writes) of each namespace of these threads;
-        ``"delete"``: delete them all."""
+        """``"keep_latest"``: keep only the newest checkpoint (and its writes) of each namespace of these threads,
+        plus, for a graph with ``DeltaChannel`` s, the ancestors back to each such channel's last snapshot (which
+        its value is rebuilt from); ``"delete"``: delete them all.
+
+        Raises:
+            agentbase.errors.ValidationError: another strategy; nothing is deleted.
+        """
         run_sync(self.aprune(thread_ids, strategy=strategy))
 
     # ------------------------------------------------------------------ async
@@ -325,8 +359,23 @@ class AgentBaseSaver(BaseCheckpointSaver[str]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune`."""
-        keep = _strategy(strategy)
-        await self._db.prune_checkpoints(_thread_ids(thread_ids, "thread_ids"), keep_latest=keep)
+        keep_latest = _strategy(strategy)
+        ids = _thread_ids(thread_ids, "thread_ids")
+        if not keep_latest:
+            await self._db.prune_checkpoints(ids, keep_latest=False)
+            return
+        for thread_id in ids:
+            by_ns: dict[str, list[CheckpointRecord]] = {}
+            for rec in await self._db.list_checkpoints(thread_id):
+                by_ns.setdefault(rec.checkpoint_ns, []).append(rec)
+            if not any(_DELTA_COUNTERS in recs[0].metadata for recs in by_ns.values()):
+                await self._db.prune_checkpoints([thread_id])  # no DeltaChannel: one transaction
+                continue
+            for ns, recs in by_ns.items():
+                keep = _delta_chain(recs)
+                drop = [r.checkpoint_id for r in recs if r.checkpoint_id not in keep]
+                if drop:
+                    await self._db.delete_checkpoints(thread_id, drop, checkpoint_ns=ns)
 
     # ------------------------------------------------------------------ versions
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:

@@ -234,6 +234,25 @@ class CheckpointsAPI:
         return await _cp.delete_threads(await self._open(), ids)
 
     @bridged
+    async def delete_checkpoints(self, thread_id: str, checkpoint_ids: Sequence[str], *,
+                                 checkpoint_ns: str = "") -> int:
+        """Delete these checkpoints of one thread and namespace, their pending writes and the channel values no
+        remaining checkpoint points at, in one durable transaction. Unknown ids are skipped.
+
+        Returns:
+            The number of checkpoints deleted.
+
+        Raises:
+            ValidationError: a malformed id or ``checkpoint_ids`` not a list of strings; nothing is deleted.
+        """
+        thread_id = _key(thread_id, "thread_id")
+        checkpoint_ns = _key(checkpoint_ns, "checkpoint_ns", allow_empty=True)
+        ids = _keys(checkpoint_ids, "checkpoint_ids")
+        if not ids:
+            return 0
+        return await _cp.delete_checkpoints(await self._open(), thread_id, checkpoint_ns, ids)
+
+    @bridged
     async def delete_checkpoint_runs(self, run_ids: Sequence[str]) -> int:
         """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids`` (every thread and namespace),
         their pending writes, and the channel values no remaining checkpoint points at; one durable transaction.

@@ -24,6 +24,7 @@ from .connection import Database, Writer
 
 __all__ = [
     "copy_thread",
+    "delete_checkpoints",
     "delete_runs",
     "delete_threads",
     "get_checkpoint",
@@ -193,6 +194,21 @@ async def delete_threads(db: Database, thread_ids: Sequence[str]) -> int:
             deleted += (await conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))).rowcount
             await conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = ?", (thread_id,))
             await conn.execute("DELETE FROM checkpoint_blobs WHERE thread_id = ?", (thread_id,))
+    return deleted
+
+
+async def delete_checkpoints(db: Database, thread_id: str, checkpoint_ns: str, checkpoint_ids: Sequence[str]) -> int:
+    """Delete these checkpoints of one thread and namespace with their writes and the channel values nothing points
+    at any more; return the checkpoints deleted."""
+    deleted = 0
+    async with db.transaction() as conn:
+        for checkpoint_id in checkpoint_ids:
+            key = (thread_id, checkpoint_ns, checkpoint_id)
+            await conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? "
+                               "AND checkpoint_id = ?", key)
+            deleted += (await conn.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                                           "AND checkpoint_id = ?", key)).rowcount
+        await _gc_blobs(conn, [thread_id])
     return deleted
 
 

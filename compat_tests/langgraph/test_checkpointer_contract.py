@@ -231,6 +231,17 @@ def test_delta_channel_state_matches_in_memory_saver(db_path: Path, opener) -> N
     assert finals[1][0]["items"] == [100, 1, 101, 3, 102, 5, 103, 7, 104, 9, 105, 11, 106, 13]
     db = opener(db_path)
     try:
-        assert build(AgentBaseSaver(db)).get_state(config).values == finals[1][0]
+        saver = AgentBaseSaver(db)
+        graph = build(saver)
+        assert graph.get_state(config).values == finals[1][0]
+        # prune keeps the newest checkpoint and the ancestors back to the channel's last snapshot, so the value
+        # rebuilds the same; a plain keep-latest would have left it empty
+        before = len(list(saver.list(config)))
+        saver.prune(["delta"])
+        after = [t.metadata for t in saver.list(config)]
+        assert 1 < len(after) < before
+        assert graph.get_state(config).values == finals[1][0]
+        final = graph.invoke({"items": [200]}, config)
+        assert final["items"] == finals[1][0]["items"] + [200, 15]
     finally:
         db.sync.close()
