@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._loop import bridged, flush_at_exit
+from .api.checkpoints import CheckpointsAPI
 from .api.debug import DebugAPI
 from .api.entries import EntriesAPI
 from .api.knowledge import KnowledgeAPI
@@ -79,7 +80,7 @@ def _check_reranker(reranker: Any) -> Any:
     return reranker
 
 
-class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
+class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI):
     """A context database in one SQLite file.
 
     Args:

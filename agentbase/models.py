@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CheckpointRecord",
+    "CheckpointWrite",
     "CommitResult",
     "ContextType",
     "DeleteResult",
@@ -241,3 +243,39 @@ class CommitResult(BaseModel):
     facts_superseded: int = 0
     summary_id: str | None = None
     enriched: bool = True  # False: facts, entity tags and summary were queued (commit_session(wait=False))
+
+
+class CheckpointWrite(BaseModel):
+    """One pending write of a checkpoint (LangGraph ``put_writes``): a task's value for one channel.
+
+    ``type``/``value`` are the caller's serialised form (e.g. a serializer's ``dumps_typed`` pair); AgentBase
+    stores them unread. ``idx`` is the write's position in the task's list, negative for special channels.
+    """
+
+    task_id: str
+    idx: int
+    channel: str
+    type: str
+    value: bytes
+    task_path: str = ""
+
+
+class CheckpointRecord(BaseModel):
+    """A stored graph-state checkpoint (see :meth:`~agentbase.engine.AgentBase.put_checkpoint`).
+
+    ``checkpoint`` is the serialised snapshot without channel values; ``blobs`` maps each channel of
+    ``channel_versions`` whose value is stored to its ``(type, value)`` pair; ``writes`` are ordered by
+    ``(task_path, task_id, idx)``. ``created_at`` is when it was stored (UTC).
+    """
+
+    thread_id: str
+    checkpoint_ns: str = ""
+    checkpoint_id: str
+    parent_checkpoint_id: str | None = None
+    type: str
+    checkpoint: bytes
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    channel_versions: dict[str, str] = Field(default_factory=dict)
+    blobs: dict[str, tuple[str, bytes]] = Field(default_factory=dict)
+    writes: list[CheckpointWrite] = Field(default_factory=list)
+    created_at: datetime

@@ -21,6 +21,7 @@ _EXPORTS = {
     "MinimalAdapter": "minimal",
     "AgentBaseSession": "openai_agents",
     "AgentBaseStore": "langgraph_store",
+    "AgentBaseSaver": "langgraph_checkpoint",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -317,5 +317,49 @@ UPDATE messages SET committed = 1
 WHERE seq <= (SELECT s.committed_seq FROM sessions s WHERE s.id = messages.session_id);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
+# v10: LangGraph-style checkpoints (storage/checkpoints.py, the LangGraph checkpointer adapter): graph-state
+# snapshots, one row per channel value version, and pending writes. Separate tables, not entries, so checkpoints
+# never reach find(), the keyword index or the vector index. run_id is copied out of the metadata for
+# delete_checkpoint_runs; channel_versions (a JSON object of version strings) lets a delete find the channel values
+# no remaining checkpoint points at.
+_V10 = """
+CREATE TABLE checkpoints (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL DEFAULT '',
+    checkpoint_id TEXT NOT NULL,
+    parent_checkpoint_id TEXT,
+    type TEXT NOT NULL,
+    checkpoint BLOB NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    channel_versions TEXT NOT NULL DEFAULT '{}',
+    run_id TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+) WITHOUT ROWID;
+CREATE INDEX ix_checkpoints_run ON checkpoints(run_id) WHERE run_id IS NOT NULL;
+CREATE INDEX ix_checkpoints_id ON checkpoints(checkpoint_id);
+CREATE TABLE checkpoint_blobs (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    version TEXT NOT NULL,
+    type TEXT NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+) WITHOUT ROWID;
+CREATE TABLE checkpoint_writes (
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    type TEXT NOT NULL,
+    value BLOB NOT NULL,
+    task_path TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10]
 SCHEMA_VERSION = len(MIGRATIONS)
