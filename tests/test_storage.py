@@ -169,9 +169,12 @@ async def test_async_context_manager_and_integrity(db_path):
 
 def _make_version(con: sqlite3.Connection, version: int) -> None:
     """Make the file look as schema ``version`` (< 8) left it: later versions unrecorded, and what versions 7 (the
-    enriched_seq column and its index), 8 (the turn-order index) and 9 (messages.committed) added removed;
+    enriched_seq column and its index), 8 (the turn-order index), 9 (messages.committed) and 10 (the checkpoint
+    tables) added removed;
     commits and closes ``con``."""
     con.execute("DELETE FROM schema_version WHERE version > ?", (version,))
+    for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):  # version 10
+        con.execute(f"DROP TABLE {table}")
     con.execute("DROP INDEX ix_links_turn_seq")
     con.execute("ALTER TABLE messages DROP COLUMN committed")
     if version < 7:
