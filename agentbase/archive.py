@@ -43,7 +43,7 @@ from typing import Any
 from .errors import StorageError, ValidationError
 from .models import ContextType, Entry, Scope, utcnow
 from .storage.connection import DRIVER_ERRORS
-from .storage.entries import (ENTRY_COLUMNS, _fts_source, enqueue_job, record_history, row_to_entry,
+from .storage.entries import (ENTRY_COLUMNS, _fts_source, enqueue_job, entry_row_by_id, record_history, row_to_entry,
                               update_entry_row)
 from .timeutil import to_db_time
 from .validation import check_id, check_path
@@ -317,7 +317,7 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
     ops = conn.ops.archives
     table = await ops.entry_table_columns(conn)
     for row in t["entries.jsonl"]:
-        local = await ops.entry_row_by_id(conn, row["id"])
+        local = await entry_row_by_id(conn, row["id"])
         new = _entry(row)
         if local is None:
             await ops.insert_entry_columns(

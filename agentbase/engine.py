@@ -460,7 +460,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
     @bridged
     async def flush(self, timeout: float | None = None) -> int:
         """Wait until every queued job is done or failed: session enrichment (``commit_session(wait=False)``) first,
-        then graph relations of added memories, then embeddings (which include the ones of the facts and summaries the enrichment wrote).
+        then graph relations of added memories, then the LLM jobs (with a model configured), then embeddings
+        (which include the ones of the facts and summaries the enrichment wrote).
 
         Args:
             timeout: seconds (a finite int or float >= 0) for each kind of job, checked between batches (a batch

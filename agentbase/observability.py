@@ -63,19 +63,14 @@ async def save_traces(db: Any, batch: list[tuple[Trace | None, list[str], Any]])
     async with db.transaction(durable=False) as conn:
         recalls = [(to_db_time(when), i) for _, ids, when in batch for i in ids]
         if recalls:
-            await conn.executemany("UPDATE entries SET access_count = access_count + 1, last_accessed_at = ? "
-                                   "WHERE id = ?", recalls)
+            await conn.ops.traces.count_recalls(conn, recalls)
         traces = [t for t, _, _ in batch if t is not None]
         if not traces:
             return
-        await conn.executemany(
-            "INSERT INTO retrieval_traces(id, query, params, created_at, total_ms, result_ids, degrade_reason) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        await conn.ops.traces.insert_traces(
+            conn,
             [(t.id, t.query, json.dumps(t.params, default=str, ensure_ascii=False), to_db_time(t.created_at),
-              t.total_ms, json.dumps(t.result_ids), t.degrade_reason) for t in traces])
-        await conn.executemany(
-            "INSERT INTO trace_steps(trace_id, idx, name, latency_ms, candidates_in, candidates_out, details) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+              t.total_ms, json.dumps(t.result_ids), t.degrade_reason) for t in traces],
             [(t.id, i, s.name, s.latency_ms, s.candidates_in, s.candidates_out,
               json.dumps(s.details, default=str, ensure_ascii=False)) for t in traces for i, s in enumerate(t.steps)])
 
@@ -127,12 +122,10 @@ async def load_trace(db: Any, trace_id: str) -> Trace:
     Raises:
         NotFoundError: unknown id.
     """
-    row = await db.fetchone("SELECT id, query, params, created_at, total_ms, result_ids, degrade_reason "
-                            "FROM retrieval_traces WHERE id = ?", (trace_id,))
-    if row is None:
+    found = await db.ops.traces.trace_row(db, trace_id)
+    if found is None:
         raise NotFoundError(f"trace {trace_id!r} not found")
-    steps = await db.fetchall("SELECT name, latency_ms, candidates_in, candidates_out, details FROM trace_steps "
-                              "WHERE trace_id = ? ORDER BY idx", (trace_id,))
+    row, steps = found
     return Trace(id=row[0], query=row[1], params=json.loads(row[2]), created_at=from_db_time(row[3]),
                  total_ms=row[4], result_ids=json.loads(row[5]), degrade_reason=row[6],
                  steps=[TraceStep(name=s[0], latency_ms=s[1], candidates_in=s[2], candidates_out=s[3],
@@ -143,11 +136,7 @@ async def load_trace(db: Any, trace_id: str) -> Trace:
 # Read-only views behind AgentBase.list_traces / trace_session / entity_graph / diff_entries. They take the
 # storage Database (``ab.db``) and run on the engine loop; every value is a bound parameter.
 
-_TRACE_SUMMARY = ("SELECT t.id, t.query, t.created_at, t.total_ms, t.result_ids, t.degrade_reason, "
-                  "(SELECT COUNT(*) FROM trace_steps s WHERE s.trace_id = t.id) FROM retrieval_traces t")
-
-
-def _trace_summary(row: tuple) -> dict[str, Any]:
+def _trace_summary(row: tuple) -> dict[str, Any]:  # a SUMMARY_COLUMNS row (storage/<engine>/traces.py)
     result_ids = json.loads(row[4])
     return {"id": row[0], "query": row[1], "created_at": from_db_time(row[2]), "total_ms": row[3],
             "result_ids": result_ids, "results": len(result_ids), "degrade_reason": row[5], "steps": row[6]}
@@ -164,9 +153,7 @@ async def list_traces(db: Any, limit: int = 50, offset: int = 0) -> list[dict[st
         Dicts ``{"id", "query", "created_at" (UTC datetime), "total_ms", "result_ids", "results", "steps",
         "degrade_reason"}``.
     """
-    rows = await db.fetchall(_TRACE_SUMMARY + " ORDER BY t.created_at DESC, t.id LIMIT ? OFFSET ?",
-                             (limit, offset))
-    return [_trace_summary(r) for r in rows]
+    return [_trace_summary(r) for r in await db.ops.traces.trace_summaries(db, limit, offset)]
 
 
 async def trace_session(db: Any, session_id: str) -> dict[str, Any]:
@@ -185,21 +172,16 @@ async def trace_session(db: Any, session_id: str) -> dict[str, Any]:
         NotFoundError: unknown session.
     """
     from .sessions import _message, _session
-    from .storage.entries import entry_columns, row_to_entry
+    from .storage.entries import row_to_entry
 
     row = await db.ops.sessions.session_row(db, session_id)
     if row is None:
         raise NotFoundError(f"session {session_id!r} not found")
     messages = [_message(r) for r in await db.ops.sessions.message_rows(db, session_id, after_seq=None,
                                                                          before_seq=None, order="asc", limit=None)]
-    links = await db.fetchall(
-        f"SELECT l.kind, l.message_seq, {entry_columns('e')} FROM session_memory_links l "
-        "JOIN entries e ON e.id = l.entry_id WHERE l.session_id = ? "
-        "ORDER BY COALESCE(l.message_seq, 1e9), e.created_at, e.rid", (session_id,))
+    links = await db.ops.traces.session_memory_rows(db, session_id)
     memories = [{"entry": row_to_entry(r[2:]), "kind": r[0], "message_seq": r[1]} for r in links]
-    traces = [_trace_summary(r) for r in await db.fetchall(
-        _TRACE_SUMMARY + " WHERE EXISTS (SELECT 1 FROM json_each(t.result_ids) j JOIN session_memory_links l "
-        "ON l.entry_id = j.value WHERE l.session_id = ?) ORDER BY t.created_at DESC LIMIT 100", (session_id,))]
+    traces = [_trace_summary(r) for r in await db.ops.traces.session_trace_summaries(db, session_id, 100)]
     by_kind: dict[str, int] = {}
     for m in memories:
         by_kind[m["kind"]] = by_kind.get(m["kind"], 0) + 1
@@ -234,26 +216,18 @@ async def entity_graph(db: Any, entity: str | None = None, *, limit: int = 60) -
         NotFoundError: ``entity`` is given but appears neither in the graph tables nor in any tag.
     """
     from .ner.base import tag_for
-    from .storage.entries import entry_columns, row_to_entry
+    from .storage.entries import row_to_entry
 
-    active = "JOIN entries e ON e.rid = t.rid AND e.status = 'active' AND e.superseded_by IS NULL"
+    ops = db.ops.traces
     center = tag_for(entity) if entity is not None else None
     nodes: dict[str, dict[str, Any]] = {}
     if center is not None:  # the stored spelling of the tag (tags keep their first-seen case)
-        hit = await db.fetchone("SELECT tag FROM entry_tags WHERE tag = ? COLLATE NOCASE LIMIT 1", (center,))
-        center = hit[0] if hit else center
-        rows = await db.fetchall(
-            f"SELECT t2.tag, COUNT(*) FROM entry_tags t {active} JOIN entry_tags t2 ON t2.rid = t.rid "
-            "WHERE t.tag = ? AND t2.tag LIKE 'ner\\_%' ESCAPE '\\' GROUP BY t2.tag "
-            "ORDER BY COUNT(*) DESC, t2.tag LIMIT ?", (center, limit))
-    else:
-        rows = await db.fetchall(
-            f"SELECT t.tag, COUNT(*) FROM entry_tags t {active} WHERE t.tag LIKE 'ner\\_%' ESCAPE '\\' "
-            "GROUP BY t.tag ORDER BY COUNT(*) DESC, t.tag LIMIT ?", (limit,))
+        center = await ops.stored_tag(db, center) or center
+    rows = await ops.entity_tag_counts(db, limit, with_tag=center)
     for tag, n in rows:
         nodes[tag] = {"id": tag, "name": _tag_name(tag), "type": None, "mentions": n, "source": "tags"}
     # Graph tables (written by the temporal graph); names normalise to the same ``ner_`` ids as the tags.
-    ent_rows = await db.fetchall("SELECT id, name, type, aliases FROM entities")
+    ent_rows = await ops.all_entities(db)
     ent_ids: dict[str, str] = {}
     types: dict[str, str | None] = {}
     for eid, name, etype, _aliases in ent_rows:
@@ -262,8 +236,7 @@ async def entity_graph(db: Any, entity: str | None = None, *, limit: int = 60) -
         except AgentBaseError:  # a name without letters or digits cannot be a node
             continue
         types[ent_ids[eid]] = etype
-    rel_rows = await db.fetchall("SELECT subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, "
-                                 "confidence FROM relations ORDER BY created_at DESC LIMIT 2000")
+    rel_rows = await ops.latest_relations(db, 2000)
     edges: list[dict[str, Any]] = []
     for subj, pred, obj, vfrom, vto, src, conf in rel_rows:
         a, b = ent_ids.get(subj), ent_ids.get(obj)
@@ -280,18 +253,12 @@ async def entity_graph(db: Any, entity: str | None = None, *, limit: int = 60) -
         raise NotFoundError(f"entity {entity!r} not found")
     tags = list(nodes)[: max(1, limit)]
     if len(tags) > 1:
-        marks = ",".join("?" * len(tags))
-        pairs = await db.fetchall(
-            f"SELECT t.tag, t2.tag, COUNT(*) FROM entry_tags t {active} JOIN entry_tags t2 ON t2.rid = t.rid "
-            f"AND t.tag < t2.tag WHERE t.tag IN ({marks}) AND t2.tag IN ({marks}) GROUP BY t.tag, t2.tag "
-            "ORDER BY COUNT(*) DESC LIMIT 500", [*tags, *tags])
+        pairs = await ops.tag_pairs(db, tags, 500)
         edges += [{"source": a, "target": b, "predicate": "co_occurs", "weight": n, "valid_from": None,
                    "valid_to": None, "source_entry_id": None} for a, b, n in pairs]
     entries = []
     if center is not None:
-        entries = [row_to_entry(r) for r in await db.fetchall(
-            f"SELECT {entry_columns('e')} FROM entry_tags t {active} WHERE t.tag = ? "
-            "ORDER BY COALESCE(e.event_time, e.created_at) DESC LIMIT 50", (center,))]
+        entries = [row_to_entry(r) for r in await ops.entries_tagged(db, center, 50)]
     return {"entity": center, "nodes": list(nodes.values()), "edges": edges, "entries": entries}
 
 
@@ -317,11 +284,11 @@ async def diff_entries(db: Any, a: str, b: str) -> dict[str, Any]:
     """
     import difflib
 
-    from .storage.entries import ENTRY_COLUMNS, row_to_entry
+    from .storage.entries import entry_row_by_id, row_to_entry
 
     found = []
     for entry_id in (a, b):
-        row = await db.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
+        row = await entry_row_by_id(db, entry_id)
         if row is None:
             raise NotFoundError(f"entry {entry_id!r} not found")
         found.append(row_to_entry(row))

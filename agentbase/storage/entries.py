@@ -22,6 +22,7 @@ __all__ = [
     "EntryView",
     "delete_entry_row",
     "enqueue_job",
+    "entry_row_by_id",
     "entry_row_by_rid",
     "entry_columns",
     "fts_source",
@@ -118,6 +119,11 @@ def row_to_history(row: tuple) -> HistoryEvent:
     """Map ``(id, entry_id, event, old_value, new_value, metadata, created_at)`` to a :class:`HistoryEvent`."""
     return HistoryEvent(id=row[0], entry_id=row[1], event=row[2], old_value=row[3], new_value=row[4],
                         metadata=json.loads(row[5]), created_at=from_db_time(row[6]))
+
+
+async def entry_row_by_id(c: Any, entry_id: str) -> tuple | None:
+    """The entry row (:data:`ENTRY_COLUMNS`) with this id, or None; ``c`` is the Database or a Writer."""
+    return await c.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
 
 
 async def entry_row_by_rid(c: Any, rid: int) -> tuple | None:

@@ -6,10 +6,12 @@ package, so the code that calls them does not name the engine. Each operation ta
 accept either (the reader or the open transaction), writes need the ``Writer``. Rows come back as tuples in the
 column order each function documents; turning them into models is the caller's (engine-neutral) work.
 
-Groups moved here so far: ``graph``, ``scopes`` (heartbeats), ``lifecycle``, ``skills``, ``sessions`` (and messages), ``archives``. The rest of the package's SQL still lives in ``storage/entries.py`` and in
-the modules that use it, and moves group by group (issue 25).
+Groups moved here so far: ``graph``, ``scopes`` (heartbeats), ``lifecycle``, ``skills``, ``sessions`` (and
+messages), ``archives``, ``traces`` (and the debug views), plus the filter SQL (``filters``). The rest of the
+package's SQL (entries, jobs, the keyword and vector legs, migrations) still lives in ``storage/entries.py``,
+``storage/connection.py``, ``storage/schema.py`` and the modules that use it, and moves group by group (issue 25).
 """
 
-from . import archives, graph, lifecycle, scopes, sessions, skills
+from . import archives, graph, lifecycle, scopes, sessions, skills, traces
 
-__all__ = ["archives", "graph", "lifecycle", "scopes", "sessions", "skills"]
+__all__ = ["archives", "graph", "lifecycle", "scopes", "sessions", "skills", "traces"]

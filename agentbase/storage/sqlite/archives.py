@@ -74,12 +74,6 @@ async def entry_table_columns(conn: Any) -> list[str]:
     return [r[1] for r in await conn.fetchall("PRAGMA table_info(entries)")]
 
 
-async def entry_row_by_id(conn: Any, entry_id: str) -> tuple | None:
-    """The entry row (``ENTRY_COLUMNS``) with this id, or None."""
-    from ..entries import ENTRY_COLUMNS
-
-    return await conn.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
-
 
 async def insert_entry_columns(conn: Any, values: dict[str, Any], fts_text: str, tags: Sequence[str]) -> None:
     """Insert an archived entry as stored (column name -> value, derived columns left out) with its keyword
