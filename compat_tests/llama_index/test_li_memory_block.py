@@ -329,3 +329,17 @@ async def test_direct_put_without_session_and_long_session_ids(db):
     await block.aput([ChatMessage(role="user", content="I play the cello.")], session_id=long_id)
     assert [m.content for m in await db.get_messages(sid)] == ["I play the cello."]
     assert "Madrid" in await block.aget([ChatMessage(role="user", content="Where does my sister live?")])
+
+
+async def test_results_already_in_the_prompt_are_left_out(db):
+    """A chat-store session the user committed is memory too; its messages still in the queue are not repeated."""
+    store = AgentBaseDBChatStore(db, user_id="alice")
+    await store.add_messages("chat", msgs(FIRST_SESSION[:2]))
+    await db.commit_session("chat")
+    block = AgentBaseMemoryBlock(db, user_id="alice", top_k=10, token_budget=None)
+    question = ChatMessage(role="user", content="When did I move to Lisbon?")
+    alone = (await block.aget([question])).split("\n\n")
+    assert FIRST_SESSION[0][1] in alone  # found when it is not in the prompt
+    with_history = (await block.aget(await store.get_messages("chat") + [question])).split("\n\n")
+    assert FIRST_SESSION[0][1] not in with_history and FIRST_SESSION[1][1] not in with_history
+    assert "User moved to Lisbon last month" in with_history
