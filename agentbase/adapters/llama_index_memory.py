@@ -1,22 +1,22 @@
 """A LlamaIndex memory block backed by AgentBase: long-term recall for ``llama_index.core.memory.Memory``.
 
 ``Memory`` (llama-index-core 0.14) keeps a short-term FIFO queue of messages; when the queue grows past
-``token_limit * chat_history_token_ratio`` it archives the oldest messages and hands them to every memory block
-(``block.aput(messages, from_short_term_memory=True, session_id=...)``). On each ``Memory.get()`` it asks every
-block for content (``block.aget(chat_history, session_id=...)``), renders string content into its
-``memory_blocks_template`` (``<memory><block name>...</block name></memory>``) and puts it into the system message
-(or the latest user message with ``insert_method="user"``).
+``token_limit * chat_history_token_ratio`` it archives the oldest messages and hands them to every memory
+block (``block.aput(messages, from_short_term_memory=True, session_id=...)``). On each ``Memory.get()`` it
+asks every block for content (``block.aget(chat_history, session_id=...)``), renders string content into its
+``memory_blocks_template`` (``<memory><block name>...</block name></memory>``) and puts it into the system
+message (or the latest user message with ``insert_method="user"``).
 
-:class:`AgentBaseMemoryBlock` stores what the queue flushes as messages of an AgentBase session and commits them
-(turns, rule-based facts, entity tags and a session summary; zero LLM calls), and answers ``aget`` with a hybrid
-``find()`` over the user's memories, packed to a token budget. A later ``Memory`` with a new ``session_id`` and
-the same block (same file, same ``user_id``) recalls what earlier sessions said.
+:class:`AgentBaseMemoryBlock` stores what the queue flushes as messages of an AgentBase session and commits
+them (turns, rule-based facts, entity tags and a session summary; zero LLM calls), and answers ``aget`` with a
+hybrid ``find()`` over the user's memories, packed to a token budget. A later ``Memory`` with a new
+``session_id`` and the same block (same file, same ``user_id``) recalls what earlier sessions said.
 
 Why a committed session and not one memory per message: a commit gives find() everything it ranks best on --
-each turn keyed to the turn it replies to (a question's answer is found through the question), third-person facts
-("User lives in Lisbon") that are deduplicated, hardened and superseded when a value changes, entity tags, and a
-per-session summary with ``session_memory_links`` for session co-retrieval. ``add_memory`` per message would give
-only the raw texts.
+each turn keyed to the turn it replies to (a question's answer is found through the question), third-person
+facts ("User lives in Lisbon") that are deduplicated, hardened and superseded when a value changes, entity
+tags, and a per-session summary with ``session_memory_links`` for session co-retrieval. ``add_memory`` per
+message would give only the raw texts.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def _template(value: Any) -> Any:
 
 def _check_messages(messages: Any, what: str) -> List[ChatMessage]:
     if not isinstance(messages, (list, tuple)):
-        raise ValidationError(f"{what} must be a list of llama_index ChatMessage, got {type(messages).__name__}")
+        raise ValidationError(f"{what} must be a list of llama_index ChatMessage, "
+                              f"got {type(messages).__name__}")
     for i, m in enumerate(messages):
         if not isinstance(m, ChatMessage):
             raise ValidationError(f"{what}[{i}] must be a llama_index ChatMessage, got {type(m).__name__}")
@@ -80,17 +81,17 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
     ``aput`` (what ``Memory`` flushes from its short-term queue) appends the messages to the AgentBase session
     ``session_prefix + <Memory session_id>`` (owned by ``user_id``/``agent_id``; created on first flush) and
     commits it, so the turns, facts and summary become memories of the user. ``aget`` searches the user's
-    memories with the text of the latest user message(s) (hybrid ``find()``, best first) and returns them joined
-    by blank lines and rendered with ``format_template``, or ``""`` when nothing matches.
+    memories with the text of the latest user message(s) (hybrid ``find()``, best first) and returns them
+    joined by blank lines and rendered with ``format_template``, or ``""`` when nothing matches.
 
     Args:
-        db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path (a path opens
-            a shared engine with default settings; :meth:`close` hands it back).
+        db: an :class:`~agentbase.AgentBase`, a :class:`~agentbase.SyncAgentBase` or a database path (a path
+            opens a shared engine with default settings; :meth:`close` hands it back).
         user_id: whose memory this is (required; 1-256 characters): owner of the sessions written, and the
             ``find()`` filter.
         agent_id: optional agent recorded on the sessions written; when set, ``find()`` also filters on it.
-        name: the block's name, the tag it gets in ``Memory``'s template (default ``"AgentBaseMemory"``); block
-            names must be unique within one ``Memory``.
+        name: the block's name, the tag it gets in ``Memory``'s template (default ``"AgentBaseMemory"``);
+            block names must be unique within one ``Memory``.
         priority: ``Memory``'s truncation order: 0 (the default) is never truncated; otherwise, when the chat
             history plus the blocks exceed ``token_limit``, blocks of lower priority are truncated first, and
             this block drops its lowest-ranked results (:meth:`atruncate`).
@@ -98,18 +99,18 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
         token_budget: most tokens the block's text may hold (>= 1, default 1000; ``None``: no budget).
             ``find()`` packs results by AgentBase's estimate (``ceil(len(text) / 4)``); then the lowest-ranked
             results are dropped until the rendered text fits when counted with ``tokenizer_fn``.
-        query_messages: how many of the latest user messages form the query (>= 1, default 1: the question being
-            asked); with none, the latest message with text is used.
-        format_template: a template with a ``text`` variable (the retrieved texts, joined by blank lines) and a
-            ``results`` variable (a list of dicts with ``text``, ``score``, ``category``, ``context_type``,
+        query_messages: how many of the latest user messages form the query (>= 1, default 1: the question
+            being asked); with none, the latest message with text is used.
+        format_template: a template with a ``text`` variable (the retrieved texts, joined by blank lines) and
+            a ``results`` variable (a list of dicts with ``text``, ``score``, ``category``, ``context_type``,
             ``created_at``, ``event_time``, ``session_id``, ``id``); a ``str`` with ``{{ }}`` is a Jinja
             ``RichPromptTemplate``, another ``str`` a ``PromptTemplate``, as in ``VectorMemoryBlock``.
         find_kwargs: further ``find()`` arguments (``mode``, ``strategy``, ``context_type``, ``category``,
             ``tags``, ``project_id``, ``metadata``, ``date_from``...); ``query``, ``top_k``, ``token_budget``,
             ``user_id`` and ``agent_id`` are fields and may not appear here.
         session_prefix: prefix of the AgentBase session id each ``Memory`` session is stored under (default
-            ``"llama-memory-"``; an id over 256 characters is replaced by the prefix plus its SHA-256). Messages
-            put without a session id go to ``session_prefix + user_id``.
+            ``"llama-memory-"``; an id over 256 characters is replaced by the prefix plus its SHA-256).
+            Messages put without a session id go to ``session_prefix + user_id``.
         commit_wait: ``True`` (default): ``aput`` returns after the facts and summary are written;
             ``False``: once the turns are durable, facts and summary follow in the background
             (``db.flush()`` waits for them).
@@ -118,8 +119,8 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
         accept_short_term_memory: ``False`` makes the block ignore what ``Memory`` flushes (read-only recall).
 
     Raises:
-        pydantic.ValidationError: (a ``ValueError``) an empty or too long ``user_id``, ``top_k`` outside 1-1000,
-            ``token_budget`` or ``query_messages`` below 1, ``find_kwargs`` naming a field.
+        pydantic.ValidationError: (a ``ValueError``) an empty or too long ``user_id``, ``top_k`` outside
+            1-1000, ``token_budget`` or ``query_messages`` below 1, ``find_kwargs`` naming a field.
         TypeError: ``db`` missing.
         ConfigError: a path AgentBase cannot open (empty, a directory, ``":memory:"``).
 
@@ -195,7 +196,7 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
     def __copy__(self) -> Any:
         clone = super().__copy__()
         clone._rendered = {}
-        if self._owned:  # each copy takes its own share: a copy's close() must not close the original's engine
+        if self._owned:  # each copy takes its own share: its close() must not close the original's engine
             clone._bind(self.db_path)
         return clone
 
@@ -330,9 +331,9 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
         True and its ``session_id``. Every item is checked before anything is written.
 
         Raises:
-            ValidationError: ``messages`` is not a list of ``ChatMessage`` or ``session_id`` not a string (nothing
-                written), a message cannot be stored as JSON, or the target session belongs to another
-                user_id/agent_id.
+            ValidationError: ``messages`` is not a list of ``ChatMessage`` or ``session_id`` not a string
+                (nothing written), a message cannot be stored as JSON, or the target session belongs to
+                another user_id/agent_id.
         """
         messages = _check_messages(messages, "messages")
         if session_id is not None and not isinstance(session_id, str):

@@ -1,16 +1,18 @@
-"""``AgentBaseMemoryBlock`` as a memory block of llama-index-core 0.14.25's ``llama_index.core.memory.Memory``.
+"""``AgentBaseMemoryBlock`` as a block of llama-index-core 0.14.25's ``llama_index.core.memory.Memory``.
 
 The contract comes from ``llama_index/core/memory/memory.py`` (``Memory._manage_queue`` hands the messages it
 archives to ``block.aput``; ``Memory.aget`` asks every block, renders string content with
 ``memory_blocks_template`` and inserts it into the system or latest user message; ``_truncate_memory_blocks``
-calls ``atruncate`` on blocks with ``priority`` > 0) and from ``memory_blocks/vector.py`` (``VectorMemoryBlock``:
-a ``name``, a ``format_template`` with a ``text`` variable, retrieved texts joined by blank lines). Every test
-runs the real ``Memory`` (its default ``SQLAlchemyChatStore`` or ``AgentBaseDBChatStore``) on a real file.
+calls ``atruncate`` on blocks with ``priority`` > 0) and from ``memory_blocks/vector.py``
+(``VectorMemoryBlock``: a ``name``, a ``format_template`` with a ``text`` variable, retrieved texts joined by
+blank lines). Every test runs the real ``Memory`` (its default ``SQLAlchemyChatStore`` or
+``AgentBaseDBChatStore``) on a real file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pydantic
 import pytest
@@ -34,7 +36,7 @@ FIRST_SESSION = [
     ("user", "I prefer green tea over coffee in the morning."),
     ("assistant", "Green tea it is, I will remember that."),
     ("user", "Can you suggest a quick dinner recipe with chickpeas and spinach?"),
-    ("assistant", "Try a chickpea and spinach curry: onion, garlic, cumin, tomatoes, then simmer for ten minutes."),
+    ("assistant", "Try a chickpea and spinach curry: onion, garlic, cumin, tomatoes, simmer ten minutes."),
     ("user", "Thanks, and what is a good stretch after running?"),
     ("assistant", "A standing quad stretch and a calf stretch against a wall, thirty seconds each."),
 ]
@@ -79,7 +81,7 @@ async def test_flushed_messages_are_stored_and_committed(db):
     assert session.committed_seq == stored[-1].seq  # every flushed message was committed
 
     facts = [e.content for e in await db.list(user_id="alice") if e.category not in ("turn", "summary")]
-    assert "User's dog is Pixel" in facts and "User moved to Lisbon last month" in facts, facts  # zero-LLM facts
+    assert "User's dog is Pixel" in facts and "User moved to Lisbon last month" in facts, facts
     turns = await db.list(user_id="alice", category="turn")
     assert {e.session_id for e in turns} == {sid}
     assert len(turns) == len(archived)  # user and assistant messages each became a turn
@@ -128,7 +130,7 @@ async def test_memory_get_puts_the_block_in_the_system_message(db):
     assert got[0].content.startswith("<memory>\n<AgentBaseMemory>\n")
     assert got[0].content.endswith("</AgentBaseMemory>\n</memory>")
 
-    # Formatted exactly as LlamaIndex formats any block of that name and text (StaticMemoryBlock as reference).
+    # Formatted as LlamaIndex formats any block of that name and text (StaticMemoryBlock as reference).
     reference = Memory.from_defaults(session_id="ref", token_limit=4000, memory_blocks=[
         StaticMemoryBlock(name="AgentBaseMemory", static_content=block_text)])
     reference.put(ChatMessage(role="user", content="What is my dog's name again?"))
@@ -146,13 +148,22 @@ async def test_memory_get_puts_the_block_in_the_system_message(db):
 async def test_format_template_name_and_results(db):
     await run_first_session(db, AgentBaseMemoryBlock(db, user_id="alice"))
     question = [ChatMessage(role="user", content="What is my dog's name?")]
-    plain = AgentBaseMemoryBlock(db, user_id="alice", name="LongTerm", format_template="Known about the user:\n{text}")
+    plain = AgentBaseMemoryBlock(db, user_id="alice", name="LongTerm",
+                                 format_template="Known about the user:\n{text}")
     text = await plain.aget(question)
     assert text.startswith("Known about the user:\n") and "Pixel" in text
     jinja = AgentBaseMemoryBlock(db, user_id="alice", top_k=2, format_template=(
         "{% for r in results %}- [{{ r.category }}] {{ r.text }}\n{% endfor %}"))
     lines = (await jinja.aget(question)).splitlines()
     assert len(lines) == 2 and all(line.startswith("- [") for line in lines)
+    dated = AgentBaseMemoryBlock(db, user_id="alice", top_k=1, format_template=(
+        "{% for r in results %}- [{{ r.created_at[:10] }}] {{ r.text }}\n{% endfor %}"))
+    assert re.fullmatch(r"- \[\d{4}-\d\d-\d\d\] .+\n", await dated.aget(question))
+    # find_kwargs narrow the search: one session only, as VectorMemoryBlock does by default
+    one = AgentBaseMemoryBlock(db, user_id="alice", find_kwargs={"session_id": plain.session_for("alice-1")})
+    assert "Pixel" in await one.aget(question)
+    other = AgentBaseMemoryBlock(db, user_id="alice", find_kwargs={"session_id": plain.session_for("nope")})
+    assert await other.aget(question) == ""
     memory = Memory.from_defaults(session_id="x", token_limit=4000, memory_blocks=[plain])
     await memory.aput(question[0])
     assert "<LongTerm>" in (await memory.aget())[0].content
@@ -232,8 +243,8 @@ async def test_chat_history_and_block_in_one_agentbase_file(db_path, opener):
         await resumed.aput(ChatMessage(role="user", content="Remind me of my dog's name?"))
         got = await resumed.aget()
         assert got[0].role.value == "system" and "Pixel" in got[0].content
-        assert store.get_keys is not None and "alice-1" in await store.get_keys()
-        assert block.session_for("alice-1") not in await store.get_keys()  # the block's session is no chat key
+        assert "alice-1" in await store.get_keys()
+        assert block.session_for("alice-1") not in await store.get_keys()  # the block's session: no chat key
     finally:
         await db.close()
 
@@ -245,7 +256,7 @@ def test_simple_chat_engine_uses_the_memory(db):
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)
     reply = engine.chat("What is my dog's name?")
     assert "Pixel" in str(reply)  # MockLLM echoes its prompt: the recalled fact was in it
-    assert [m.content for m in memory.get_all()][0] == "What is my dog's name?"  # the block text is not stored
+    assert [m.content for m in memory.get_all()][0] == "What is my dog's name?"  # block text not stored
 
 
 # llama-index-workflows inspects the agent (a pydantic model), which trips pydantic's own deprecation warnings
@@ -295,8 +306,8 @@ def test_missing_user_or_db(db):
         AgentBaseMemoryBlock(user_id="alice")
 
 
-@pytest.mark.parametrize("bad", [["hello"], [ChatMessage(role="user", content="I live in Porto"), {"role": "user"}],
-                                 "I live in Porto", None])
+@pytest.mark.parametrize("bad", [["hello"], [ChatMessage(role="user", content="I live in Porto"),
+                                              {"role": "user"}], "I live in Porto", None])
 async def test_bad_messages_write_nothing(db, bad):
     block = AgentBaseMemoryBlock(db, user_id="alice")
     with pytest.raises(ValidationError):
@@ -332,7 +343,7 @@ async def test_direct_put_without_session_and_long_session_ids(db):
 
 
 async def test_results_already_in_the_prompt_are_left_out(db):
-    """A chat-store session the user committed is memory too; its messages still in the queue are not repeated."""
+    """A chat-store session the user committed is memory too; its messages still queued are not repeated."""
     store = AgentBaseDBChatStore(db, user_id="alice")
     await store.add_messages("chat", msgs(FIRST_SESSION[:2]))
     await db.commit_session("chat")
