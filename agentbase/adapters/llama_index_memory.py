@@ -21,6 +21,7 @@ message would give only the raw texts.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any, Callable, Dict, List, Optional
 
@@ -201,7 +202,17 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
         return clone
 
     def __deepcopy__(self, memo: Any = None) -> Any:
-        return self.__copy__()  # the engine is shared, never copied
+        clone = self.__copy__()  # the engine is shared, never copied
+        clone.find_kwargs = copy.deepcopy(self.find_kwargs, memo)
+        return clone
+
+    def __getstate__(self) -> Dict[Any, Any]:
+        # A pickled block carries db_path, not the engine (threads and connections): it reopens the file with
+        # default settings on first use, as the LlamaIndex chat stores do.
+        state = super().__getstate__()
+        state["__pydantic_private__"] = {**(state.get("__pydantic_private__") or {}),
+                                         "_db": None, "_owned": False, "_rendered": {}}
+        return state
 
     @property
     def db(self) -> AgentBase:

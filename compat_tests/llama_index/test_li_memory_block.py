@@ -12,6 +12,7 @@ blank lines). Every test runs the real ``Memory`` (its default ``SQLAlchemyChatS
 from __future__ import annotations
 
 import asyncio
+import pickle
 import re
 
 import pydantic
@@ -354,3 +355,15 @@ async def test_results_already_in_the_prompt_are_left_out(db):
     with_history = (await block.aget(await store.get_messages("chat") + [question])).split("\n\n")
     assert FIRST_SESSION[0][1] not in with_history and FIRST_SESSION[1][1] not in with_history
     assert "User moved to Lisbon last month" in with_history
+
+
+async def test_a_pickled_block_reopens_its_file(db, db_path):
+    block = AgentBaseMemoryBlock(db, user_id="alice", top_k=3)
+    await run_first_session(db, block)
+    restored = pickle.loads(pickle.dumps(block))  # carries db_path, not the engine
+    assert restored.db_path == str(db_path) and (restored.user_id, restored.top_k) == ("alice", 3)
+    try:
+        assert "Pixel" in await restored.aget([ChatMessage(role="user", content="What is my dog's name?")])
+    finally:
+        restored.close()
+    assert "Pixel" in await block.aget([ChatMessage(role="user", content="What is my dog's name?")])
