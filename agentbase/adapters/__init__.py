@@ -16,6 +16,7 @@ _EXPORTS = {
     "LangChainMemoryAdapter": "langchain",
     "AgentBaseChatStore": "llama_index",
     "AgentBaseDBChatStore": "llama_index",
+    "AgentBaseMemoryBlock": "llama_index_memory",
     "OpenAIAssistantAdapter": "openai_assistants",
     "AsyncOpenAIAssistantAdapter": "openai_assistants",
     "MinimalAdapter": "minimal",
