@@ -1,4 +1,5 @@
-"""Entry CRUD, dedup, history, and that update/delete reach every index at once."""
+"""Entry CRUD, dedup, history, and that update/delete reach every index at once; concurrent adds, updates and
+deletes agree; deleting or editing a fact keeps its superseded chain right."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sessions: strict order, tool calls, empty batches, and the zero-LLM commit (idempotent, dedup, supersede)."""
+"""Sessions: strict order, tool calls, empty batches, and the zero-LLM commit (idempotent, dedup, supersede);
+racing commits store each turn once; a turn's reply context is the same however the session is committed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Queries are data, never syntax; CJK and glued ASCII are found by the keyword leg alone."""
+"""Queries are data, never syntax; CJK and glued ASCII are found by the keyword leg alone, and so are words whose
+case folding differs (German sharp s, Greek)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Schema migrations, concurrent first opens, dimension changes, and the sync facade."""
+"""Schema migrations, concurrent first opens, dimension changes, the sync facade, and close() while another task
+writes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The in-process vector matrix: same results as sqlite-vec, kept current across connections, exact under filters."""
+"""The in-process vector matrix: same results as sqlite-vec, kept current across connections, exact under filters;
+ties come back in one order from memory and disk; vectors replaced by another dimension are dropped."""
 
 from __future__ import annotations
 
