@@ -10,7 +10,7 @@ import pytest
 
 from agentbase import NotFoundError, ValidationError
 
-from .conftest import make_db
+from tests.conftest import make_db
 
 pytest.importorskip("agents")
 
