@@ -556,7 +556,8 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
         err.print(_tagged("error:", "red", "the web extra is missing; run: pip install 'agentbase[web]'"))
         raise typer.Exit(EXIT_USAGE) from None
     try:
-        tokens = list(dict.fromkeys([*token, *load_settings().auth.tokens]))
+        # an empty token authenticates nobody (the app drops it): it must not count as authentication here
+        tokens = [t for t in dict.fromkeys([*token, *load_settings().auth.tokens]) if t]
     except AgentBaseError as exc:
         raise _fail(exc) from None
     try:
