@@ -403,7 +403,7 @@ class AgentBaseStore(BaseStore):
         if op.limit == 0:
             return []
         found: list[tuple[_Stored, float | None]] = []
-        if op.query:
+        if op.query and op.query.strip():  # a blank query has no word to rank by: listed as no query
             filters = self._filters(prefix, {**_pushdown(op.filter), _INDEXED_KEY: True})
             top_k = min(max(need, 10), _MAX_FIND)
             while True:
