@@ -303,8 +303,11 @@ def list_cmd(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[
         table.add_row(_cell(e.id[:ID_PREFIX_MIN]), e.context_type.value, _cell(e.category), _cell(e.user_id or ""),
                       e.created_at.strftime("%Y-%m-%d %H:%M"), _cell(e.l1_overview[:80]))
     console.print(table)
-    first = offset + 1 if entries else 0
-    console.print(f"{first}-{offset + len(entries)} of {total} entries", highlight=False)
+    if entries:
+        console.print(f"{offset + 1}-{offset + len(entries)} of {total} entries", highlight=False)
+    else:  # past the end (or nothing matches): no range to show
+        console.print(f"0 of {total} entries" + (f" (offset {offset} is past the end)" if offset else ""),
+                      highlight=False)
 
 
 @app.command()
@@ -556,7 +559,8 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
         err.print(_tagged("error:", "red", "the web extra is missing; run: pip install 'agentbase[web]'"))
         raise typer.Exit(EXIT_USAGE) from None
     try:
-        tokens = list(dict.fromkeys([*token, *load_settings().auth.tokens]))
+        # an empty token authenticates nobody (the app drops it): it must not count as authentication here
+        tokens = [t for t in dict.fromkeys([*token, *load_settings().auth.tokens]) if t]
     except AgentBaseError as exc:
         raise _fail(exc) from None
     try:

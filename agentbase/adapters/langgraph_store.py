@@ -192,8 +192,9 @@ class AgentBaseStore(BaseStore):
         Raises:
             InvalidNamespaceError: a label that is not a non-empty string without '.' and NUL, a put with an
                 empty namespace or root label ``"langgraph"``, or a namespace whose user id label is longer than
-                256 characters. ValidationError (a ``ValueError``): a value that is not JSON, a bad ``index``,
-                ``ttl`` (minutes, > 0), ``limit``, ``offset``, ``max_depth``, ``query`` or ``filter``.
+                256 characters. ValidationError (a ``ValueError``): a value that is not JSON, a key that is not
+                a string or holds a lone surrogate, a bad ``index``, ``ttl`` (minutes, > 0), ``limit``,
+                ``offset``, ``max_depth``, ``query`` or ``filter`` (a filter key with a lone surrogate included).
             ValueError: an unknown op type or filter operator.
         """
         return run_sync(self._abatch(list(ops)))
@@ -236,6 +237,8 @@ class AgentBaseStore(BaseStore):
                 raise InvalidNamespaceError(f"namespace label {label!r} holds a lone surrogate code point")
         if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
             raise ValidationError(f"key must be a string, got {type(op.key).__name__}")
+        if isinstance(op, (GetOp, PutOp)) and _SURROGATE.search(op.key):  # not UTF-8: no id, never stored
+            raise ValidationError(f"key {op.key!r} holds a lone surrogate code point (invalid Unicode)")
         if isinstance(op, PutOp):
             if op.value is None:
                 return
@@ -400,7 +403,7 @@ class AgentBaseStore(BaseStore):
         if op.limit == 0:
             return []
         found: list[tuple[_Stored, float | None]] = []
-        if op.query:
+        if op.query and op.query.strip():  # a blank query has no word to rank by: listed as no query
             filters = self._filters(prefix, {**_pushdown(op.filter), _INDEXED_KEY: True})
             top_k = min(max(need, 10), _MAX_FIND)
             while True:

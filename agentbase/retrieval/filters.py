@@ -18,8 +18,9 @@ __all__ = ["METADATA_KEY", "OWNER_KEYS", "Filters", "filters_from_kwargs"]
 
 OWNER_KEYS = ("user_id", "agent_id", "project_id", "session_id")
 # A metadata filter key is addressed as the JSON path label $."key": any text but the quote and the backslash
-# (SQLite's path labels have no escapes) and control characters, as stored keys are ("キー", "a b", "it's").
-METADATA_KEY = re.compile(r'[^"\\\x00-\x1f]{1,256}')
+# (SQLite's path labels have no escapes), control characters and lone surrogates (not UTF-8: no stored key
+# holds one), as stored keys are ("キー", "a b", "it's").
+METADATA_KEY = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]{1,256}')
 
 
 @dataclass
@@ -71,16 +72,17 @@ class Filters:
             ``(sql, params)``; values are always bound parameters, never interpolated.
 
         Raises:
-            ValidationError: a metadata key longer than 256 characters or holding ``"``, ``\\`` or a control
-                character, or a value that is not a JSON scalar, an int outside the 64-bit range, NaN/infinity or a
-                string with a lone surrogate; an unknown ``visible_to`` key or a malformed id.
+            ValidationError: a metadata key longer than 256 characters or holding ``"``, ``\\``, a control
+                character or a lone surrogate, or a value that is not a JSON scalar, an int outside the 64-bit
+                range, NaN/infinity or a string with a lone surrogate; an unknown ``visible_to`` key or a malformed
+                id.
         """
         from ..storage.sqlite import filters as sql_filters
 
         for key, value in (self.metadata or {}).items():
             if not isinstance(key, str) or not METADATA_KEY.fullmatch(key):
-                raise ValidationError(f"metadata filter key {key!r} must be 1-256 characters without '\"', '\\' "
-                                      "or control characters")
+                raise ValidationError(f"metadata filter key {key!r} must be 1-256 characters without '\"', '\\', "
+                                      "control characters or lone surrogates")
             if value is not None and not isinstance(value, (str, int, float, bool)):
                 raise ValidationError(f"metadata filter value for {key!r} must be a JSON scalar")
             if isinstance(value, int) and not isinstance(value, bool):
