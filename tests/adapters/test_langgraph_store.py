@@ -15,6 +15,8 @@ from langgraph.store.memory import InMemoryStore  # noqa: E402
 from agentbase import AgentBase, load_settings  # noqa: E402
 from agentbase.adapters._langgraph_rules import _matches
 from agentbase.adapters.langgraph_store import AgentBaseStore, item_id  # noqa: E402
+from agentbase.errors import ValidationError  # noqa: E402
+from tests.conftest import make_db  # noqa: E402
 
 VALUES = ["red", "Red", "", 1, 1.0, 0, 2.5, True, False, None, ["red"], ["red", "blue"], [1, 2], {"a": "red"},
           {"a": 1, "b": [1]}, "1"]
@@ -78,3 +80,50 @@ def test_missing_langgraph_names_the_extra():
             "except MissingDependencyError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install 'agentbase[langgraph]'" in out.stdout, out.stderr
+
+
+# AgentBaseStore.search with a query of only whitespace lists the prefix's items as no query does (and as
+# InMemoryStore, which ignores a query without an index), instead of returning nothing: no word of it can rank.
+@pytest.mark.parametrize("query", [" ", "  \t\n "])
+def test_blank_query_lists_like_no_query(tmp_path, query):
+    db = make_db(tmp_path / "lg.db")
+    try:
+        ours, ref = AgentBaseStore(db), InMemoryStore()
+        for s in (ours, ref):
+            for i in range(3):
+                s.put(("notes",), f"k{i}", {"text": f"note {i}"})
+        want = [i.key for i in ref.search(("notes",), query=query)]
+        got = ours.search(("notes",), query=query)
+        assert [i.key for i in got] == want == ["k0", "k1", "k2"]
+        assert all(i.score is None for i in got)
+    finally:
+        db.sync.close()
+
+
+# AgentBaseStore: a key or a filter key holding a lone surrogate (not UTF-8, so never storable) is refused with
+# AgentBase's ValidationError (a ValueError), as a surrogate namespace label is refused with InvalidNamespaceError,
+# instead of a UnicodeEncodeError from hashing the id or binding the SQL; nothing is written.
+@pytest.fixture
+def alice_store(tmp_path):
+    db = make_db(tmp_path / "lg.db")
+    s = AgentBaseStore(db, user_from_namespace=-1)
+    s.put(("memories", "alice"), "ok", {"text": "tea", "tag": "x"})
+    yield s, db
+    db.sync.close()
+
+
+@pytest.mark.parametrize("op", ["put", "get", "delete"])
+def test_surrogate_key_is_a_validation_error(alice_store, op):
+    s, db = alice_store
+    args = {"put": (("memories", "alice"), "k\ud800", {"text": "a"}), "get": (("memories", "alice"), "k\ud800"),
+            "delete": (("memories", "alice"), "k\ud800")}[op]
+    with pytest.raises(ValidationError, match="key"):
+        getattr(s, op)(*args)
+    assert db.sync.count(category="langgraph") == 1
+
+
+def test_surrogate_filter_key_is_a_validation_error(alice_store):
+    s, _ = alice_store
+    with pytest.raises(ValidationError):
+        s.search(("memories",), filter={"t\ud800": "x"})
+    assert [i.key for i in s.search(("memories",), filter={"tag": "x"})] == ["ok"]

@@ -115,3 +115,21 @@ def test_http_and_dashboard_lists_report_the_total(seeded):
         assert page.status_code == 200 and f"1–{N} of {N} entries" in page.text
         later = c.get("/dashboard/entries", params={"user_id": "u3", "offset": 40})
         assert later.status_code == 200 and f"41–{N} of {N} entries" in later.text
+
+
+# ``agentbase list`` with an offset past the last entry shows no range it does not hold ("0-100 of 10").
+def test_list_past_the_end_reports_none_shown(tmp_path):
+    path = tmp_path / "l.db"
+    db = make_db(path)
+    for i in range(10):
+        db.sync.add_memory(f"note {i}", user_id="bob")
+    db.sync.close()
+    run = CliRunner()
+    r = run.invoke(app, ["list", "--db", str(path), "--user-id", "bob", "--limit", "3", "--offset", "100"])
+    assert r.exit_code == 0, r.output
+    last = r.output.strip().splitlines()[-1]
+    assert last == "0 of 10 entries (offset 100 is past the end)", last
+    r = run.invoke(app, ["list", "--db", str(path), "--user-id", "bob", "--limit", "3", "--offset", "8"])
+    assert r.output.strip().splitlines()[-1] == "9-10 of 10 entries"
+    r = run.invoke(app, ["list", "--db", str(path), "--user-id", "nobody"])
+    assert r.output.strip().splitlines()[-1] == "0 of 0 entries"

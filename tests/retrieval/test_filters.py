@@ -7,6 +7,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from agentbase import ValidationError
+from tests.conftest import make_db
 
 
 async def test_filters_apply_before_top_k(db):
@@ -355,3 +356,21 @@ async def test_time_of_day_alone_is_refused_and_a_dated_offset_is_that_day_there
     assert e.event_time.isoformat() == "2024-05-30T22:00:00+00:00"
     assert [r.id for r in await db.list(user_id="t", date_from="2024-05-31+02:00", date_to="2024-05-31+02:00")] \
         == [e.id]
+
+
+# A metadata filter key holding a lone surrogate (invalid Unicode, never a stored key) is a ValidationError in
+# list, count, find and delete_all, not a UnicodeEncodeError from the SQLite driver.
+@pytest.mark.parametrize("call", ["list", "count", "find", "delete_all"])
+def test_surrogate_metadata_filter_key_is_a_validation_error(tmp_path, call):
+    db = make_db(tmp_path / "k.db")
+    try:
+        db.sync.add_memory("hello there", metadata={"a": "b"}, user_id="u")
+        flt = {"metadata": {"k\ud800": "x"}, "user_id": "u"}
+        with pytest.raises(ValidationError, match="metadata filter key"):
+            if call == "find":
+                db.sync.find("hello", **flt)
+            else:
+                getattr(db.sync, call)(**flt)
+        assert db.sync.count(user_id="u") == 1  # nothing deleted
+    finally:
+        db.sync.close()
