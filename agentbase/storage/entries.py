@@ -285,7 +285,8 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
 
 
 async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, now: str) -> None:
-    """Delete the entry, its tags, vector, links and pending job, and record a DELETE event.
+    """Delete the entry, its tags, vector, links, pending job and the graph relations read from it, and record a
+    DELETE event.
 
     Facts this entry superseded point at what superseded it instead (None when it was the current value), so
     deleting the newest value of a fact makes the previous one current again rather than hiding it for good;
@@ -299,6 +300,7 @@ async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, no
             await record_history(conn, old_id, "UPDATE", None, None, now,
                                  {"superseded_by": entry.superseded_by, "reason": f"{entry.id} deleted"})
     await delete_vector(conn, engine, rid)
+    await conn.ops.graph.forget_source(conn, entry.id)  # what was read from it goes with it
     await conn.execute("DELETE FROM entries WHERE rid = ?", (rid,))
     await conn.execute("DELETE FROM session_memory_links WHERE entry_id = ?", (entry.id,))
     await conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND target = ?", (entry.id,))

@@ -220,3 +220,15 @@ async def test_valid_at_reads_any_time_argument(db):
     assert not r.valid_at(date(2024, 6, 1)) and not r.valid_at("2023-12-31")
     with pytest.raises(ValidationError):
         r.valid_at("bar")
+
+
+async def test_deleting_a_memory_forgets_its_relations_and_reopens_what_they_closed(db):
+    acme = await db.add_memory("Dana works at Acme Corp.", event_time="2023-03-01", user_id="u1")
+    globex = await db.add_memory("Dana joined Globex.", event_time="2024-05-01", user_id="u1")
+    assert await db.flush(timeout=30) == 0
+    assert [r.object for r in await db.facts("Dana")] == ["Globex"]
+    assert await db.delete(globex.id)
+    assert [(r.object, r.valid_to) for r in await db.facts("Dana")] == [("Acme Corp", None)]  # reopened
+    assert [r.object for r in await db.timeline("Dana")] == ["Acme Corp"]
+    assert await db.delete_all(user_id="u1") == 1  # what a user asks to forget leaves no relation behind
+    assert await db.timeline("Dana") == [] and acme.id

@@ -187,6 +187,22 @@ async def source_rids(c: Any, entity_ids: Sequence[str], filters: Any, limit: in
     return [int(r[0]) for r in rows]
 
 
+async def forget_source(conn: Any, entry_id: str) -> int:
+    """Delete the relations read from this entry; a relation of the same subject and predicate that one of them
+    closed (its ``valid_to`` is their ``valid_from``: a newer state ended it) is reopened. Returns how many were
+    deleted."""
+    rows = await conn.fetchall("SELECT id, subject_id, predicate, object_id, valid_from FROM relations "
+                               "WHERE source_entry_id = ?", (entry_id,))
+    for _rid, subject_id, predicate, object_id, valid_from in rows:
+        if valid_from is not None:
+            await conn.execute(
+                "UPDATE relations SET valid_to = NULL WHERE subject_id = ? AND predicate = ? AND object_id != ? "
+                "AND valid_to = ? AND (source_entry_id IS NULL OR source_entry_id != ?)",
+                (subject_id, predicate, object_id, valid_from, entry_id))
+    await conn.execute("DELETE FROM relations WHERE source_entry_id = ?", (entry_id,))
+    return len(rows)
+
+
 # ------------------------------------------------------------------------------------- memories to read
 async def memory_rows_to_read(c: Any, entry_ids: Sequence[str] | None) -> list[tuple]:
     """Memory entry rows (``ENTRY_COLUMNS``) whose text relations are read from, oldest event first: all, or these
