@@ -24,6 +24,7 @@ from .api_routes import router as api_router
 from .dashboard import router as dashboard_router
 from .errors import error_body, install_error_handlers
 from .openai_routes import router as openai_router
+from .responses_routes import router as responses_router
 
 __all__ = ["BearerAuthMiddleware", "GuardMiddleware", "create_app", "rebinding_refusal", "scoped_mcp_refusal"]
 
@@ -125,7 +126,8 @@ def scoped_mcp_refusal(scope: dict[str, Any]) -> JSONResponse | None:
                                    code="owner_scope_unsupported"), status_code=403)
 
 
-def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "AgentBase") -> FastAPI:
+def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "AgentBase",
+               llm: Any = None) -> FastAPI:
     """Build the AgentBase web application.
 
     Args:
@@ -134,6 +136,8 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
         tokens: bearer tokens; when non-empty every request must send ``Authorization: Bearer <one of them>``
             or gets 401. None or empty: no authentication (bind to loopback only).
         title: the OpenAPI title.
+        llm: the :class:`~agentbase.llm.client.LLMClient` that answers ``POST /v1/responses``; None: built from
+            the database's ``llm`` settings on first use (no model configured: that route answers 503).
 
     Returns:
         The FastAPI app, with ``app.state.agentbase`` (the :class:`AgentBase`) and
@@ -163,8 +167,10 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
                               "Conversations at /v1, MCP at /mcp and the dashboard at /dashboard.")
     app.state.agentbase = aio
     app.state.openai_adapter = AsyncOpenAIAssistantAdapter(aio)
+    app.state.llm = llm
     install_error_handlers(app)
     app.include_router(openai_router)
+    app.include_router(responses_router)
     app.include_router(api_router)
     app.include_router(api_observability_router)
     app.include_router(dashboard_router)
