@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as _PydanticError
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from .errors import ConfigError
 
-__all__ = ["EmbedderSettings", "IngestSettings", "RetrievalSettings", "Settings", "StorageSettings", "load_settings"]
+__all__ = ["EmbedderSettings", "IngestSettings", "LLMSettings", "RetrievalSettings", "Settings", "StorageSettings",
+           "load_settings"]
 
 _MIB_MAX = 1 << 20  # 1 TiB in MiB (SQLite's own cap on mmap_size)
 
@@ -274,6 +275,76 @@ class RetrievalSettings(_Section):
     count_recalls: bool = True  # results returned by find() count as recalls (slower decay, lifecycle.py)
 
 
+class LLMSettings(_Section):
+    """The optional LLM (docs/llm.md): any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama,
+    llama.cpp server, LiteLLM). Nothing calls a model unless ``base_url`` and ``model`` are both set
+    (``AGENTBASE_LLM__BASE_URL`` + ``AGENTBASE_LLM__MODEL`` are enough).
+
+    The API key comes from ``AGENTBASE_LLM__API_KEY``, else ``OPENAI_API_KEY``; it is a ``SecretStr`` (its repr
+    and JSON dump are ``**********``), is never stored in the database and never written to logs or traces.
+
+    Ingest uses (``summaries``, ``retrieval_keys``, ``facts``, ``mem0_infer``): None means "on when a model is
+    configured". Query uses (``decompose``, ``rerank``) add latency to every ``find()``, so they are off unless
+    turned on.
+    """
+
+    base_url: str | None = None  # e.g. http://127.0.0.1:8080/v1 or https://api.openai.com/v1
+    model: str | None = None
+    api_key: SecretStr | None = Field(default=None, validate_default=True)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)  # seconds per HTTP request
+    # attempts after the first for 429 / 5xx / timeouts / connection errors, with exponential backoff and jitter
+    max_retries: int = Field(default=3, ge=0, le=20)
+    max_concurrency: int = Field(default=4, ge=1, le=256)  # requests in flight at once, per client
+    max_tokens: int = Field(default=512, ge=1, le=1_000_000)  # completion tokens per call unless a use asks less
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    summaries: bool | None = None  # session summaries and L0/L1 tiers written by the model
+    retrieval_keys: bool | None = None  # one-line retrieval key per turn, indexed next to the raw text
+    facts: bool | None = None  # facts extracted by the model
+    mem0_infer: bool | None = None  # mem0 add(infer=True): extract + ADD/UPDATE/DELETE/NONE decisions
+    decompose: bool = False  # strategy="hierarchical": typed sub-queries written by the model
+    rerank: bool = False  # listwise rerank of the fused candidates by the model
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _key_from_openai_env(cls, value: Any) -> Any:
+        if value is None or value == "":
+            return os.environ.get("OPENAI_API_KEY") or None
+        return value
+
+    @field_validator("base_url", "model", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must be an http(s) URL such as http://127.0.0.1:8080/v1")
+        return value
+
+    @property
+    def configured(self) -> bool:
+        """True when ``base_url`` and ``model`` are both set: only then does anything call a model."""
+        return bool(self.base_url and self.model)
+
+    def use(self, name: str) -> bool:
+        """Whether the use ``name`` (``"summaries"``, ``"retrieval_keys"``, ``"facts"``, ``"mem0_infer"``,
+        ``"decompose"``, ``"rerank"``) is on: the model is configured and the switch is True, or None for an
+        ingest use.
+
+        Raises:
+            ConfigError: ``name`` is not one of those switches.
+        """
+        if name not in _LLM_USES:
+            raise ConfigError(f"unknown LLM use {name!r}; known: {', '.join(_LLM_USES)}")
+        value = getattr(self, name)
+        return self.configured and (value is None or bool(value))
+
+
+_LLM_USES = ("summaries", "retrieval_keys", "facts", "mem0_infer", "decompose", "rerank")
+
+
 class AuthSettings(_Section):
     """Bearer tokens for the HTTP transports; empty means loopback-only."""
 
@@ -347,6 +418,7 @@ class Settings(_CheckedAssignment, BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     ner: Literal["auto", "spacy", "regex"] = "auto"
 
     @classmethod

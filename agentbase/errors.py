@@ -13,7 +13,11 @@ builtin a caller would naturally catch::
     ├── ConflictError (RuntimeError)        a conditional write found the data changed since it was read
     ├── StorageError (RuntimeError)         the SQLite driver failed (translated once, at the storage seam)
     │   └── SchemaVersionError              the file was written by a newer AgentBase
-    └── EmbeddingError (RuntimeError)       an embedder failed (recorded on the job, retried with backoff)
+    ├── EmbeddingError (RuntimeError)       an embedder failed (recorded on the job, retried with backoff)
+    └── LLMError (RuntimeError)             a configured LLM failed permanently (4xx other than 429)
+        ├── LLMOutputError                  the model's answer was not the JSON/shape asked for
+        └── LLMRetryable                    429/5xx/timeout still failing after the client's retries
+            └── LLMUnavailable              the endpoint cannot be reached (refused, DNS, dead): defer
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ __all__ = [
     "ConflictError",
     "DimensionMismatchError",
     "EmbeddingError",
+    "LLMError",
+    "LLMOutputError",
+    "LLMRetryable",
+    "LLMUnavailable",
     "MissingDependencyError",
     "NotFoundError",
     "SchemaVersionError",
@@ -97,3 +105,43 @@ class SchemaVersionError(StorageError):
 
 class EmbeddingError(AgentBaseError, RuntimeError):
     """An embedder failed to produce vectors."""
+
+
+class LLMError(AgentBaseError, RuntimeError):
+    """A configured LLM endpoint failed permanently: an HTTP 4xx other than 429 (bad model name, bad key, a
+    request the server refuses) or a response body that is not a chat completion. Retrying the same request
+    will not help; callers keep their rule-based output.
+
+    Attributes:
+        purpose: the call's purpose label (``"summary"``, ``"rerank"``...).
+        status: the HTTP status, or None when there was no response.
+    """
+
+    def __init__(self, message: str, *, purpose: str = "", status: int | None = None):
+        self.purpose = purpose
+        self.status = status
+        super().__init__(message)
+
+
+class LLMOutputError(LLMError):
+    """The model answered, but not in the shape asked for (invalid JSON, missing keys, an index out of range).
+    Callers fall back to the rule-based path and say so."""
+
+
+class LLMRetryable(LLMError):
+    """A transient failure (HTTP 429, 5xx, a timeout) that was still failing after the client's own retries.
+    A job handler records it and retries the job later with backoff.
+
+    Attributes:
+        retry_after_s: the server's last ``Retry-After`` in seconds, or None.
+    """
+
+    def __init__(self, message: str, *, purpose: str = "", status: int | None = None,
+                 retry_after_s: float | None = None):
+        self.retry_after_s = retry_after_s
+        super().__init__(message, purpose=purpose, status=status)
+
+
+class LLMUnavailable(LLMRetryable):
+    """The endpoint could not be reached at all after the client's retries (connection refused, DNS failure, a
+    closed port). Job handlers defer the job (it is not failed and keeps its rule-based output)."""
