@@ -165,7 +165,7 @@ def _memory_block(results: list[Any]) -> str:
 
 def _usage(result: Any) -> dict[str, Any]:
     p, c = int(result.prompt_tokens or 0), int(result.completion_tokens or 0)
-    return {"input_tokens": p, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": c,
+    return {"input_tokens": p, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": c,
             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": p + c}
 
 
