@@ -21,10 +21,12 @@ Response ids are ``resp_<32 hex of the answer's message id><hex of the conversat
 response object lives in that message's metadata (key ``"_openai"`` → ``"response"``).
 
 Errors are OpenAI-shaped: no ``llm`` configured → 503 ``llm_not_configured`` (with ``x-should-retry: false``
-so the SDK does not retry), the model unreachable → 503 ``llm_unavailable``, a bad answer from it → 502
-``llm_error``, bad input → 400, unknown ids → 404. ``stream=true`` answers Server-Sent Events in the SDK's
-event order (``response.created`` ... ``response.output_text.delta`` ... ``response.completed``); the text
-comes as one delta, since the model is called without streaming.
+so the SDK does not retry); the model unreachable → 503 ``llm_unavailable`` (no SDK retry); the model still
+failing with 429 / 5xx / timeouts after the client's own retries → 503 ``llm_retryable``; a permanent failure
+(HTTP 4xx, a body that is not a chat completion) → 502 ``llm_error``; bad input → 400; unknown ids → 404. No
+error writes anything. ``stream=true`` answers Server-Sent Events in the SDK's event order
+(``response.created`` ... ``response.output_text.delta`` ... ``response.completed``); the text comes as one
+delta, since the model is called without streaming.
 """
 
 from __future__ import annotations
@@ -188,14 +190,17 @@ def _response_obj(*, response_id: str, created: int, body: ResponseCreate, model
 
 
 def _llm_error_response(exc: Exception) -> JSONResponse | None:
-    from .. import errors
+    """503 for an unreachable model (no SDK retry) or one still failing transiently after the client's retries
+    (the SDK may retry), 502 for a permanent failure; None for an exception that is not an LLM error."""
+    from ..errors import LLMError, LLMRetryable, LLMUnavailable
 
-    unavailable = getattr(errors, "LLMUnavailable", None)
-    failed = getattr(errors, "LLMError", None)
-    if unavailable is not None and isinstance(exc, unavailable):
+    if isinstance(exc, LLMUnavailable):
         return error_response(503, f"The configured language model is unavailable: {exc}", type="server_error",
                               code="llm_unavailable", headers={"x-should-retry": "false"})
-    if failed is not None and isinstance(exc, failed):
+    if isinstance(exc, LLMRetryable):
+        return error_response(503, f"The configured language model is busy or failing: {exc}",
+                              type="server_error", code="llm_retryable")
+    if isinstance(exc, LLMError):
         return error_response(502, f"The configured language model failed: {exc}", type="server_error",
                               code="llm_error", headers={"x-should-retry": "false"})
     return None
