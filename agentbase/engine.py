@@ -7,6 +7,7 @@ loop; :class:`~agentbase.sync.SyncAgentBase` gives each one a blocking twin.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import operator
 import os
@@ -27,6 +28,7 @@ from .errors import ConfigError, DimensionMismatchError, StorageError, UsageErro
 from .index.matrix import VectorMatrix
 from .index.vector import VEC_TABLE, create_vec_table
 from .ingest.worker import EmbeddingWorker, EnrichmentWorker, pending_jobs
+from .llm.usage import load_usage
 from .models import SearchResult, Trace, utcnow
 from .ner import create_extractor
 from .observability import TraceBuffer, load_trace
@@ -130,6 +132,9 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         self.db: Database | None = None
         self.worker: EmbeddingWorker | None = None
         self.enricher: EnrichmentWorker | None = None  # runs commit_session(wait=False)'s queued enrichment
+        self.llm: Any = None  # the optional model's client (agentbase.llm.LLMClient), None unless configured
+        self.llm_worker: Any = None  # runs the ``llm`` jobs (agentbase/llm/ingest.py) when a model is configured
+        self._llm_calls: list[Any] = []  # LLM call records not yet added to the file's totals (stats()["llm"])
         self._last_write = 0.0  # engine loop time of the last session write (the enricher yields to these)
         self.matrix: VectorMatrix | None = None
         self.vector_error: DimensionMismatchError | None = None
@@ -148,6 +153,14 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         """Write the queued traces and recall counts now (readers of traces and ``close`` call this)."""
         if self.traces is not None:
             await self.traces.flush()
+        if self._llm_calls and self.db is not None:
+            from .llm.usage import save_usage
+
+            calls, self._llm_calls = self._llm_calls, []
+            try:
+                await save_usage(self.db, calls)
+            except Exception:  # noqa: BLE001 - counts only: kept for the next try
+                self._llm_calls[:0] = calls
 
     async def _at_exit(self) -> None:
         """Interpreter exit without ``close()``: write the queued traces and recall counts, and hand embedding jobs
@@ -155,7 +168,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         their lease expires."""
         await self._drain_background()
         if self.db is not None and self._pid == os.getpid():
-            for worker in (self.enricher, self.worker):
+            for worker in (self.enricher, self.llm_worker, self.worker):
                 if worker is not None:
                     await worker.abandon()
 
@@ -223,6 +236,14 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             self.enricher = EnrichmentWorker(db, self._enrich_job, idle_s=ingest.enrich_idle_s,
                                              max_wait_s=ingest.enrich_max_wait_s, last_write=lambda: self._last_write)
             self.enricher.start()
+            if self.settings.llm.configured:
+                from .llm import LLMClient
+                from .llm.ingest import LLMJobWorker
+
+                self.llm = LLMClient.from_settings(self.settings.llm)
+                self.llm.add_listener(self._llm_calls.append)
+                self.llm_worker = LLMJobWorker(db, self, batch_size=2 * self.settings.llm.max_concurrency)
+                self.llm_worker.start()
             if self.embedder is not None:
                 await self._check_dims()
                 cache_mb = self.settings.storage.vector_cache_mb
@@ -286,7 +307,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         """Stop the worker and close the file (idempotent). Pending embedding jobs stay queued in the file."""
         self._closed = True
         if self._pid != os.getpid():  # opened by the parent of this forked process: its threads are not here
-            self.db = self.worker = self.enricher = None
+            self.db = self.worker = self.enricher = self.llm_worker = self.llm = None
             return
         if self._finds:
             await asyncio.wait(list(self._finds), timeout=CLOSE_WAIT_S)
@@ -294,6 +315,14 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         if self.enricher is not None:
             await self.enricher.stop()
             self.enricher = None
+        if self.llm_worker is not None:
+            await self.llm_worker.stop()
+            self.llm_worker = None
+        if self.llm is not None:
+            await self._drain_background()  # the LLM calls of the jobs that just ended
+            with contextlib.suppress(Exception):
+                await self.llm.aclose()
+            self.llm = None
         if self.worker is not None:
             await self.worker.stop()
             self.worker = None
@@ -432,8 +461,10 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             raise ValidationError(f"timeout must be None or a finite number of seconds >= 0, got {timeout!r}")
         await self._ensure()
         left = 0
-        for kind, attr in (("enrich", "enricher"), ("embed", "worker")):
+        for kind, attr in (("enrich", "enricher"), ("llm", "llm_worker"), ("embed", "worker")):
             worker = getattr(self, attr)
+            if kind == "llm" and worker is None:  # no model configured: its jobs (if any) wait for one
+                continue
             if worker is None or not worker.enabled:
                 left += await pending_jobs(self.db, kind)
             else:
@@ -467,7 +498,11 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
         Returns:
             ``{"path", "schema_version", "driver", "vector_engine", "degrade_reason", "embedder", "vector_dims",
             "ner", "entries" (by context_type), "sessions", "messages", "embeddings", "jobs" (by status),
-            "vector_cache" ({"rows", "mb"} of the in-process vector matrix, or None), "traces", "size_bytes"}``.
+            "vector_cache" ({"rows", "mb"} of the in-process vector matrix, or None), "traces", "size_bytes",
+            "llm"}``; ``"llm"`` is ``{"configured", "model", "by_purpose": {purpose: {"calls", "errors",
+            "prompt_tokens", "completion_tokens", "latency_ms"}}, "total": {"calls", "errors", "prompt_tokens",
+            "completion_tokens"}}``: the LLM calls recorded in this file by every process (docs/llm.md; tokens
+            as the server counted them). ``jobs`` counts ``deferred`` LLM jobs (endpoint unreachable) apart.
         """
         db = await self._open()
         await self._drain_background()
@@ -492,6 +527,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
             if self.matrix is not None else None,
             "traces": await scalar("SELECT COUNT(*) FROM retrieval_traces"),
             "size_bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "llm": {"configured": self.settings.llm.configured, "model": self.settings.llm.model,
+                    **await load_usage(db, self._llm_calls)},
         }
 
     @property

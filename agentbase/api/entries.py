@@ -50,8 +50,9 @@ class EntriesAPI:
 
     # ------------------------------------------------------------------ entries
     def _notify(self) -> None:
-        """Wake the embedding worker (new ``embed`` jobs) and the enrichment worker (new ``enrich`` jobs)."""
-        for worker in (self.worker, self.enricher):
+        """Wake the embedding worker (new ``embed`` jobs), the enrichment worker (new ``enrich`` jobs) and, with a
+        model configured, the LLM worker (new ``llm`` jobs)."""
+        for worker in (self.worker, self.enricher, getattr(self, "llm_worker", None)):
             if worker is not None:
                 worker.notify()
 

@@ -262,6 +262,13 @@ async def _enrich(ab: Any, conn: Any, session: Session, turns: list[Message], en
     if summary_id:
         links.append((session.id, summary_id, "summary", None))
         result["summary_id"] = summary_id
+    if ab.settings.llm.configured:  # the optional model's work, as durable jobs (agentbase/llm/ingest.py)
+        from ..llm.ingest import enqueue_llm_jobs
+
+        by_seq = {m.seq: m for m in turns}
+        await enqueue_llm_jobs(ab, conn, session.id, [(link[1], by_seq[link[3]].role, len(by_seq[link[3]].content))
+                                                      for link in links if link[2] == "turn" and link[3] in by_seq],
+                               to_db_time(now))
 
 
 async def _reply_contexts(ab: Any, session_id: str, turns: list[Message]) -> list[str | None]:

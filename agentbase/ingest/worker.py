@@ -107,6 +107,9 @@ class JobWorker:
         batch_size: jobs claimed per batch.
     """
 
+    claim_statuses: tuple[str, ...] = ("pending", "running")  # job statuses a batch claims once due
+    stop_wait_s: float = STOP_WAIT_S  # stop() waits this long for the batch in progress
+
     def __init__(self, db: Any, kind: str, *, batch_size: int):
         self.db = db
         self.kind = kind
@@ -144,7 +147,7 @@ class JobWorker:
         self._stop_event.set()
         self._wake.set()
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=STOP_WAIT_S)
+            await asyncio.wait_for(asyncio.shield(task), timeout=self.stop_wait_s)
         except (asyncio.CancelledError, Exception):  # noqa: BLE001 - timeout or a failed batch; cancel below
             in_flight = list(self._claimed)
             task.cancel()
@@ -230,13 +233,14 @@ class JobWorker:
         lease = to_db_time(now + timedelta(seconds=LEASE_S))
         # A read first: an idle worker polls every second, and taking the file's write lock for nothing would make
         # other processes' writers wait.
-        if await self.db.fetchone("SELECT 1 FROM jobs WHERE status IN ('pending', 'running') AND next_run_at <= ? "
+        statuses = ", ".join(f"'{s}'" for s in self.claim_statuses)  # class constants, not user input
+        if await self.db.fetchone(f"SELECT 1 FROM jobs WHERE status IN ({statuses}) AND next_run_at <= ? "
                                   "AND kind = ? LIMIT 1", (to_db_time(now), self.kind)) is None:
             return 0
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "UPDATE jobs SET status = 'running', next_run_at = ?, updated_at = ? WHERE id IN ("
-                " SELECT id FROM jobs WHERE kind = ? AND status IN ('pending', 'running')"
+                f" SELECT id FROM jobs WHERE kind = ? AND status IN ({statuses})"
                 " AND next_run_at <= ? ORDER BY id LIMIT ?) RETURNING id, target, attempts",
                 (lease, to_db_time(now), self.kind, to_db_time(now), self.batch_size),
             )

@@ -209,6 +209,12 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
                 time_range=[analysis.time_range.date_from.isoformat(), analysis.time_range.date_to.isoformat()]
                 if analysis.time_range else None)
     tracer.step("decompose", sub_queries=analysis.sub_queries, keywords=analysis.keywords)
+    llm_subs: list[dict[str, str]] = []
+    if p.strategy == "hierarchical" and getattr(ab, "llm", None) is not None and ab.settings.llm.use("decompose"):
+        from ..llm.query import llm_sub_queries
+
+        llm_subs, details = await llm_sub_queries(ab.llm, query)
+        tracer.step("llm_decompose", sub_queries=llm_subs, **details)
 
     top_k = p.top_k
     if "aggregation" in analysis.intents or "multi_session" in analysis.intents:
@@ -301,6 +307,25 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     weights = {"fts": cfg.weight_fts, "vector": cfg.weight_vector_preference if "preference" in analysis.intents
                else cfg.weight_vector, "graph": cfg.weight_graph,
                "temporal": cfg.weight_temporal, "temporal_vector": cfg.weight_temporal}
+    if llm_subs:  # the model's sub-queries: one keyword or vector leg each (docs/llm.md)
+        from ..llm.query import SUB_QUERY_WEIGHT
+
+        legs = {}
+        for i, sub in enumerate(llm_subs):
+            sub_tokens = query_tokens(clean_query(sub["text"]))
+            if sub["type"] == "semantic" and use_vector:
+                svec = await asyncio.to_thread(ab.embedder.embed_query, sub["text"])
+                found, _ = await knn(db, db.vector_engine, svec, n, where, params, ab.matrix)
+                leg, weight = f"llm_vector_{i}", weights["vector"] * SUB_QUERY_WEIGHT
+            elif sub_tokens and p.mode in ("hybrid", "fts"):
+                found, _ = await _fts_leg(db, [match_expression(sub_tokens)], where, params, n)
+                leg, weight = f"llm_fts_{i}", cfg.weight_fts * SUB_QUERY_WEIGHT
+            else:
+                continue
+            rankings[leg] = [rid for rid, _ in found]
+            weights[leg] = weight
+            legs[leg] = len(found)
+        tracer.step("candidates_llm_sub_queries", candidates_out=sum(legs.values()), legs=legs)
     fused = weighted_rrf(rankings, weights, k=cfg.rrf_k)
     tracer.step("fusion_rrf", candidates_in=sum(len(v) for v in rankings.values()), candidates_out=len(fused),
                 k=cfg.rrf_k, weights=weights)
@@ -401,6 +426,21 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         for entry_id, score in ranked:
             cands[by_id[entry_id]]["parts"]["reranker"] = score
         scored = [by_id[entry_id] for entry_id, _ in ranked] + scored[len(head):]
+    elif getattr(ab, "llm", None) is not None and ab.settings.llm.use("rerank") and scored:
+        # the model as the reranker, through the same seam: its order becomes scores (llm/query.py)
+        from ..llm.query import RERANK_POOL, llm_order_scores
+
+        head = scored[:RERANK_POOL]
+        by_id = {cands[r]["entry"].id: r for r in head}
+        pairs = [(cands[r]["entry"].id, cands[r]["entry"].l2_full) for r in head]
+        llm_scores, details = await llm_order_scores(ab.llm, query, pairs)
+        if llm_scores is not None:
+            ranked = apply_reranker(lambda _q, _c: llm_scores, query, pairs)
+            for entry_id, score in ranked:
+                cands[by_id[entry_id]]["parts"]["llm_rerank"] = score
+            scored = [by_id[entry_id] for entry_id, _ in ranked] + scored[len(head):]
+        tracer.step("llm_rerank", candidates_in=len(head), candidates_out=len(head),
+                    kept_fused_order=llm_scores is None, **details)
     tracer.step("rerank", candidates_in=len(cands), candidates_out=len(scored),
                 weights={"rrf": cfg.rerank_rrf, "freshness": cfg.rerank_freshness,
                          "confidence": cfg.rerank_confidence, "scope": cfg.rerank_scope, "type": cfg.rerank_type},

@@ -145,15 +145,31 @@ async def _write_tags(conn: Any, rid: int, tags: list[str]) -> None:
     await conn.executemany("INSERT OR IGNORE INTO entry_tags(rid, tag) VALUES (?, ?)", [(rid, t) for t in tags])
 
 
+RETRIEVAL_KEY = "retrieval_key"  # metadata: an LLM-written one-line key of the entry (agentbase/llm/ingest.py)
+RETRIEVAL_KEY_FOR = "retrieval_key_for"  # metadata: the content_hash of the text the key was written for
+
+
+def retrieval_key(entry: Entry) -> str | None:
+    """The entry's LLM-written retrieval key (``metadata["retrieval_key"]``) while it describes the current
+    text (``metadata["retrieval_key_for"]`` equals ``content_hash``); None otherwise (no key, or the text was
+    edited since)."""
+    key = entry.metadata.get(RETRIEVAL_KEY)
+    if isinstance(key, str) and key.strip() and entry.metadata.get(RETRIEVAL_KEY_FOR) == entry.content_hash:
+        return key
+    return None
+
+
 def _fts_source(entry: Entry) -> str:
-    return fts_source(entry.name, entry.description, entry.l2_full, entry.tags)
+    return fts_source(entry.name, entry.description, entry.l2_full, entry.tags, key=retrieval_key(entry))
 
 
-def fts_source(name: str | None, description: str | None, l2_full: str, tags: list[str]) -> str:
+def fts_source(name: str | None, description: str | None, l2_full: str, tags: list[str],
+               key: str | None = None) -> str:
     """The ``entries.fts_text`` of an entry: its name, description, text and entity names (so keyword search
-    reaches a resource's title and the entities of its tags), through :func:`~agentbase.index.fts.fts_document`."""
+    reaches a resource's title and the entities of its tags), and its LLM retrieval key when it has one (see
+    :func:`retrieval_key`), through :func:`~agentbase.index.fts.fts_document`."""
     extra = " ".join(t.removeprefix("ner_").replace("_", " ") for t in tags)
-    parts = [name or "", description or "", l2_full, extra]
+    parts = [name or "", description or "", l2_full, extra, key or ""]
     return fts_document("\n".join(p for p in parts if p))
 
 

@@ -1,0 +1,68 @@
+"""Token accounting of the LLM calls, kept in the file (``meta`` key ``llm_usage``) so ``stats()`` reports the
+calls of every process and session, the background jobs' included.
+
+The value is a JSON object ``{purpose: {"calls", "errors", "prompt_tokens", "completion_tokens",
+"latency_ms"}}``; tokens are the server's own counts (``usage`` of each response), latency is the sum in
+milliseconds. No message text and no key is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .client import LLMCall
+
+__all__ = ["USAGE_KEY", "load_usage", "save_usage"]
+
+USAGE_KEY = "llm_usage"
+_FIELDS = ("calls", "errors", "prompt_tokens", "completion_tokens")
+
+
+def _add(total: dict[str, dict[str, Any]], calls: list[LLMCall]) -> dict[str, dict[str, Any]]:
+    for call in calls:
+        t = total.setdefault(call.purpose, {"calls": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                            "latency_ms": 0.0})
+        t["calls"] += 1
+        t["errors"] += call.outcome != "ok"
+        t["prompt_tokens"] += call.prompt_tokens
+        t["completion_tokens"] += call.completion_tokens
+        t["latency_ms"] = round(float(t.get("latency_ms", 0.0)) + call.latency_s * 1000, 3)
+    return total
+
+
+async def save_usage(db: Any, calls: list[LLMCall]) -> None:
+    """Add ``calls`` to the file's totals, in one transaction (read and write under the write lock, so two
+    processes never lose each other's counts).
+
+    Raises:
+        StorageError: the write failed (the caller keeps the calls and tries again later).
+    """
+    if not calls:
+        return
+    async with db.transaction(durable=False) as conn:
+        row = await (await conn.execute("SELECT value FROM meta WHERE key = ?", (USAGE_KEY,))).fetchone()
+        total = _parse(row[0] if row else None)
+        await conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                           "value = excluded.value", (USAGE_KEY, json.dumps(_add(total, calls), sort_keys=True)))
+
+
+def _parse(raw: str | None) -> dict[str, dict[str, Any]]:
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return {k: v for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else {}
+
+
+async def load_usage(db: Any, pending: list[LLMCall] | None = None) -> dict[str, Any]:
+    """The totals per purpose plus ``"total"`` (the sums), the calls not yet written (``pending``) included.
+
+    Returns:
+        ``{"by_purpose": {purpose: {"calls", "errors", "prompt_tokens", "completion_tokens", "latency_ms"}},
+        "total": {"calls", "errors", "prompt_tokens", "completion_tokens"}}``.
+    """
+    row = await db.fetchone("SELECT value FROM meta WHERE key = ?", (USAGE_KEY,))
+    by = _add(_parse(row[0] if row else None), list(pending or []))
+    total = {f: sum(int(v.get(f, 0)) for v in by.values()) for f in _FIELDS}
+    return {"by_purpose": by, "total": total}
