@@ -66,7 +66,9 @@ def fake():
 
 @pytest.fixture
 def served(tmp_path, fake):
-    db = _open(tmp_path / "resp.db", {"base_url": fake.url, "model": "fake-model", "max_retries": 0})
+    # the ingest uses are off: only the Responses route calls the model here (tests/llm/ covers the jobs)
+    db = _open(tmp_path / "resp.db", {"base_url": fake.url, "model": "fake-model", "max_retries": 0,
+                                      "summaries": False, "retrieval_keys": False, "facts": False})
     with LiveServer(create_app(db)) as live:
         with openai.OpenAI(base_url=live.url, api_key="x", max_retries=0, _strict_response_validation=True) as c:
             yield c, db
