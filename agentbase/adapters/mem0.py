@@ -11,7 +11,9 @@ Mapping (see ``docs/compatibility.md`` for every known difference):
   APIs promote the first four to the top level of an item, as mem0 does.
 - ``infer=False`` stores each non-system message verbatim. ``infer=True`` uses AgentBase's zero-LLM fact
   extraction (``commit_session``) instead of an LLM; when no fact is found, the user messages are stored
-  verbatim.
+  verbatim. With a model configured (``settings.llm``, docs/llm.md) it runs mem0's algorithm instead
+  (:meth:`AgentBase.infer_memories`: extract, retrieve, ADD / UPDATE / DELETE / NONE), and falls back to the
+  rules, with a warning, when the model's answer is malformed or the model cannot be reached.
 - ``search`` ranks with AgentBase's hybrid ``find()``; ``threshold`` applies to the cosine similarity of the
   vector leg (mem0 applies it to its semantic score); ``score`` is AgentBase's final score, not a cosine.
 - Owner ids are accepted as keywords (older mem0) and inside ``filters`` (mem0 2.x). Plain equality on owners
@@ -35,7 +37,7 @@ import numpy as np
 
 from agentbase import AgentBase, SyncAgentBase, load_settings, release_db, resolve_db, run_sync
 from agentbase.embeddings import normalize_rows
-from agentbase.errors import NotFoundError
+from agentbase.errors import LLMError, NotFoundError
 from agentbase.errors import ValidationError as AgentBaseValidationError
 
 from ._mem0_rules import (_SCOPE_PREFIX, _UNSET, ValidationError, _check_search_params, _expired, _invalid, _item,
@@ -218,14 +220,16 @@ class _Mem0Base:
                 (``run_id`` or a private per-owner session); with no fact found, the user messages are stored
                 verbatim.
             memory_type: only ``"procedural_memory"``; with ``agent_id`` the transcript is stored as one
-                ``procedure`` memory (no LLM summary). prompt, llm: accepted and ignored (no LLM).
+                ``procedure`` memory (no LLM summary). prompt, llm: accepted and ignored (the model, if any,
+                is AgentBase's ``settings.llm``).
 
         Returns:
             ``{"results": [{"id", "memory", "event": "ADD", "actor_id", "role"}]}`` for ``infer=False``;
             ``{"results": [{"id", "memory", "event": "ADD"|"DELETE"}]}`` otherwise: a fact already stored gives no
             event, and an older value a new fact replaces ("I live in Berlin" after "I live in Paris") is a
             ``DELETE`` event (it is kept, superseded: ``get`` gives ``None`` for it, ``history`` ends with a
-            ``DELETE``).
+            ``DELETE``). With a model configured: ``ADD``, ``UPDATE`` (with ``previous_memory``) and ``DELETE``
+            events as the model decided (docs/llm.md).
 
         Raises:
             mem0 ValidationError (see :func:`mem0_validation_error`): ``VALIDATION_001`` no id,
@@ -278,6 +282,19 @@ class _Mem0Base:
         usable = _usable(msgs)
         if not usable:
             return []
+        # With a model configured (settings.llm, docs/llm.md) mem0's own algorithm runs: extract facts, retrieve
+        # related memories, ADD / UPDATE / DELETE / NONE decisions. None: no model, the rule-based path below.
+        try:
+            inferred = yield _call("infer_memories", [
+                {"role": m["role"], "content": t, **({"name": m["name"]} if m.get("name") else {})}
+                for m, t in usable], user_id=ids["user_id"], agent_id=ids["agent_id"], session_id=ids["run_id"],
+                metadata=copy.deepcopy(base) or None, event_time=common["event_time"], scope=common["scope"])
+        except LLMError as exc:  # malformed JSON or an unreachable model: nothing was written
+            log.warning("add(infer=True): the LLM path failed (%s: %s); using the rule-based extraction",
+                        type(exc).__name__, exc)
+            inferred = None
+        if inferred is not None:
+            return inferred["results"]
         if ids["run_id"]:
             return (yield from self._infer_in(ids["run_id"], usable, ids, base, common, fresh=False))
         # Without a run_id each call commits through a session of its own, deleted afterwards (the facts stay):

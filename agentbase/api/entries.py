@@ -75,6 +75,50 @@ class EntriesAPI:
         return (row[0], row_to_entry(row)) if row else None
 
     @bridged
+    async def infer_memories(self, messages: list[dict[str, Any]], *, user_id: str | None = None,
+                             agent_id: str | None = None, session_id: str | None = None,
+                             metadata: dict[str, Any] | None = None, event_time: datetime | str | None = None,
+                             scope: Scope | str = Scope.GLOBAL) -> dict[str, Any] | None:
+        """mem0's ``infer=True`` with the configured model (docs/llm.md): extract facts from ``messages``,
+        retrieve the related stored memories of these owners, let the model decide ADD / UPDATE / DELETE / NONE
+        for each fact, and apply the decisions (``add_memory``, ``update``, ``delete``).
+
+        Args:
+            messages: ``[{"role", "content", "name"?}]``; only ``user`` and ``assistant`` messages are read.
+            user_id, agent_id, session_id: the owners searched and given to new memories (at least one).
+            metadata: stored with each added memory.
+            event_time: when it happened (UTC), for added memories.
+            scope: the scope of added memories.
+
+        Returns:
+            ``{"results": [{"id", "memory", "event": "ADD"|"UPDATE"|"DELETE", "previous_memory" (UPDATE only)}]}``,
+            or None when no model is configured or ``llm.mem0_infer`` is off (nothing was done: use the rule-based
+            path).
+
+        Raises:
+            ValidationError: ``messages`` is not a list of dicts with str ``role`` and ``content``, or no owner
+                id is given.
+            LLMOutputError: an answer was not the JSON asked for (nothing was written).
+            LLMUnavailable / LLMRetryable / LLMError: the model could not answer (nothing was written).
+        """
+        from ..llm.mem0_infer import infer_memories
+
+        if not isinstance(messages, list) or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in messages):
+            raise ValidationError("messages must be a list of dicts with str 'role' and 'content'")
+        if not any((user_id, agent_id, session_id)):
+            raise ValidationError("infer_memories needs user_id, agent_id or session_id")
+        for key, value in (("user_id", user_id), ("agent_id", agent_id), ("session_id", session_id)):
+            if value is not None:
+                check_id(value, key)
+        if metadata is not None:
+            metadata = check_metadata(metadata)
+        await self._ensure()
+        return await infer_memories(self, messages, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                    metadata=metadata, event_time=event_time, scope=scope)
+
+    @bridged
     async def add_memory(self, content: str, *, category: str = "fact", tags: list[str] | None = None,
                          metadata: dict[str, Any] | None = None, scope: Scope | str = Scope.GLOBAL,
                          user_id: str | None = None, agent_id: str | None = None, project_id: str | None = None,

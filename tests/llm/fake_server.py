@@ -70,9 +70,8 @@ class FakeLLMServer:
                         self._send(fault[1], body, headers)
                         return
                     if kind == "hang":
-                        time.sleep(fault[1])
-                        with_text = "late"
-                        self._reply(request, with_text)
+                        time.sleep(fault[1])  # then the normal answer (a client that timed out is gone)
+                        self._reply(request, outer.responder(request))
                         return
                     if kind == "garbage":
                         self._send(200, b"<html>this is not json")

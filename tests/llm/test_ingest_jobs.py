@@ -202,3 +202,22 @@ def test_purpose_tags_are_distinct():
         (prompts.summary_messages, ("x",)), (lambda t: prompts.facts_messages(t, speaker="A", context=None), ("x",)),
         (prompts.decompose_messages, ("x", 3)), (prompts.rerank_messages, ("x", ["a"]))]}
     assert len(tags) == 4
+
+
+async def test_commit_does_not_wait_for_the_model_and_the_key_is_never_stored(tmp_path, fake_llm):
+    import time
+
+    fake_llm.responder = scripted(**ANSWERS)
+    fake_llm.script = [("hang", 2.0)] * 4
+    db = make_llm_db(tmp_path / "a.db", fake_llm.url, api_key="sk-very-secret-key", timeout_s=10, rerank=True)
+    sid = await _session(db)
+    t0 = time.perf_counter()
+    out = await db.commit_session(sid)  # inline enrichment: rule-based output now, the model's later
+    assert time.perf_counter() - t0 < 1.5 and out["summary_id"]
+    assert (await _summary(db, sid)).l2_full.startswith("Topics:")
+    await db.flush()
+    await db.find("beagle", user_id="ann", trace=True)
+    assert (await _summary(db, sid)).l2_full == ANSWERS["summary"]["summary"]
+    await db.close()
+    for f in tmp_path.iterdir():
+        assert b"sk-very-secret-key" not in f.read_bytes()
