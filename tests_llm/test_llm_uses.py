@@ -55,3 +55,28 @@ async def test_rerank_with_real_model_keeps_a_valid_order(tmp_path, llm_settings
     if step.details["fallback"] is not None:
         assert step.details["kept_fused_order"] is True
     await db.close()
+
+
+def test_mem0_infer_round_trip_shape(tmp_path, llm_settings):
+    """mem0's add(infer=True) with the real model: the model path or, when the small model's JSON is unusable,
+    the logged rule-based fallback; either way mem0's result shape and the calls counted."""
+    from agentbase import SyncAgentBase
+    from agentbase.adapters import Mem0Adapter
+
+    settings = load_settings(ner="regex", llm={**llm_settings, "summaries": False, "retrieval_keys": False,
+                                               "facts": False, "mem0_infer": True})
+    sync = SyncAgentBase(db=AgentBase(tmp_path / "mem0.db", settings=settings, embedder=HashEmbedder(dims=64)))
+    m = Mem0Adapter(sync)
+    out = m.add([{"role": "user", "content": "Hi, I'm Ann. I live in Berlin and I have a dog named Rex."}],
+                user_id="ann")
+    assert set(out) == {"results"}
+    for r in out["results"]:
+        assert r["event"] in ("ADD", "UPDATE", "DELETE") and isinstance(r["memory"], str) and r["id"]
+        if r["event"] != "DELETE":
+            assert m.get(r["id"])["memory"] == r["memory"]
+    by = sync.stats()["llm"]["by_purpose"]
+    assert by["mem0_extract"]["calls"] == 1 and by["mem0_extract"]["prompt_tokens"] > 20
+    listed = m.get_all(user_id="ann")["results"]
+    assert {r["id"] for r in out["results"] if r["event"] == "ADD"} <= {r["id"] for r in listed}
+    m.close()
+    sync.close()
