@@ -156,15 +156,17 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        """Close the database on shutdown when the app opened it from a path."""
+        """On shutdown, close the Responses route's own LLM client and the database when the app opened it."""
         yield
+        if getattr(app.state, "llm_resolved", False) and app.state.llm is not None:  # built from the settings here
+            await app.state.llm.aclose()
         if owned:
             await aio.close()
 
     # No /docs or /redoc pages: FastAPI's defaults load Swagger UI from a CDN; the schema is at /openapi.json.
     app = FastAPI(title=title, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="AgentBase over HTTP: the JSON API at /api/v1, OpenAI-compatible Threads and "
-                              "Conversations at /v1, MCP at /mcp and the dashboard at /dashboard.")
+                  description="AgentBase over HTTP: the JSON API at /api/v1, OpenAI-compatible Threads, "
+                              "Conversations and Responses at /v1, MCP at /mcp and the dashboard at /dashboard.")
     app.state.agentbase = aio
     app.state.openai_adapter = AsyncOpenAIAssistantAdapter(aio)
     app.state.llm = llm
