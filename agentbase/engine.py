@@ -241,7 +241,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI):
                 from .llm.ingest import LLMJobWorker
 
                 self.llm = LLMClient.from_settings(self.settings.llm)
-                self.llm.add_listener(self._llm_calls.append)
+                self.llm.add_listener(lambda call: self._llm_calls.append(call))  # the list is swapped on save
                 self.llm_worker = LLMJobWorker(db, self, batch_size=2 * self.settings.llm.max_concurrency)
                 self.llm_worker.start()
             if self.embedder is not None:

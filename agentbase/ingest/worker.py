@@ -108,7 +108,7 @@ class JobWorker:
     """
 
     claim_statuses: tuple[str, ...] = ("pending", "running")  # job statuses a batch claims once due
-    stop_wait_s: float = STOP_WAIT_S  # stop() waits this long for the batch in progress
+    stop_wait_s: float | None = None  # stop() waits this long for the batch in progress (None: STOP_WAIT_S)
 
     def __init__(self, db: Any, kind: str, *, batch_size: int):
         self.db = db
@@ -147,7 +147,8 @@ class JobWorker:
         self._stop_event.set()
         self._wake.set()
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=self.stop_wait_s)
+            await asyncio.wait_for(asyncio.shield(task),
+                                   timeout=STOP_WAIT_S if self.stop_wait_s is None else self.stop_wait_s)
         except (asyncio.CancelledError, Exception):  # noqa: BLE001 - timeout or a failed batch; cancel below
             in_flight = list(self._claimed)
             task.cancel()

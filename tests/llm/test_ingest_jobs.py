@@ -221,3 +221,19 @@ async def test_commit_does_not_wait_for_the_model_and_the_key_is_never_stored(tm
     await db.close()
     for f in tmp_path.iterdir():
         assert b"sk-very-secret-key" not in f.read_bytes()
+
+
+async def test_permanent_http_error_fails_at_once_keeping_rule_output(tmp_path, fake_llm):
+    db = make_llm_db(tmp_path / "a.db", fake_llm.url, facts=False, retrieval_keys=False, max_concurrency=1)
+    sid = await _session(db)
+    db.llm_worker.enabled = False
+    await db.commit_session(sid)
+    n_jobs = (await db.db.fetchone("SELECT COUNT(*) FROM jobs WHERE kind = 'llm'"))[0]
+    fake_llm.script = [("status", 404)] * n_jobs  # e.g. a model name the server does not know
+    db.llm_worker.enabled = True
+    assert await db.flush() == 0
+    rows = await db.db.fetchall("SELECT status, attempts, last_error FROM jobs WHERE kind = 'llm'")
+    assert all(r[0] == "failed" and r[1] == 0 and "HTTP 404" in r[2] for r in rows)
+    assert len(fake_llm.requests) == n_jobs  # not retried
+    assert (await _summary(db, sid)).l2_full.startswith("Topics:")
+    await db.close()

@@ -108,3 +108,20 @@ def test_parsers():
         == [{"type": "semantic", "text": "a b"}, {"type": "semantic", "text": "c"}]
     with pytest.raises(LLMOutputError):
         parse_sub_queries({"queries": [{"type": "keyword"}]})
+
+
+async def test_token_totals_accumulate_and_persist(tmp_path, fake_llm):
+    fake_llm.responder = scripted(rerank={"ranking": [0]})
+    db, _ = await _db(tmp_path, fake_llm.url, rerank=True)
+    totals = []
+    for _ in range(3):
+        await db.find("the", user_id="u")
+        totals.append((await db.stats())["llm"]["by_purpose"]["rerank"]["calls"])
+    assert totals == [1, 2, 3]
+    tokens = (await db.stats())["llm"]["total"]["prompt_tokens"]
+    assert tokens > 0
+    await db.close()
+    db = make_llm_db(tmp_path / "q.db", fake_llm.url)  # another process: the file's totals
+    stats = await db.stats()
+    assert stats["llm"]["by_purpose"]["rerank"]["calls"] == 3 and stats["llm"]["total"]["prompt_tokens"] == tokens
+    await db.close()
