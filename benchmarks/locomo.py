@@ -30,6 +30,7 @@ from typing import Any
 from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console,
                      progress, table, write_json)
+from .llm_bench import add_llm_args, apply_llm, load_llm_config
 from .metrics import dedup_ranked, evidence_recall_at_k, mean
 from .systems import BM25System, Doc, Mem0System, QueryRun, build_agentbase, tokenize_words
 
@@ -48,9 +49,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="first N conversations only")
     p.add_argument("--qa-limit", type=int, default=None, help="first N QA items per conversation only")
     add_retrieval_args(p, "conversation")
+    add_llm_args(p)
     args = p.parse_args(argv)
     if not args.data:
         p.error("--data is required (LoCoMo JSON; see docs/benchmarks.md for where to download it)")
+    if args.qa and not args.llm_config:
+        p.error("--qa needs --llm-config FILE (the reader and judge models)")
+    from agentbase.errors import ConfigError
+
+    try:
+        args.llm = load_llm_config(args.llm_config) if args.llm_config else None
+    except ConfigError as exc:
+        p.error(str(exc))
     return args
 
 
@@ -125,7 +135,8 @@ def timing(items: list[dict[str, Any]], system: str) -> dict[str, Any]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from agentbase.datasets import load_json, locomo_conversations
 
-    settings = build_settings(args.config, args.embedder, args.model_path)
+    settings = apply_llm(build_settings(args.config, args.embedder, args.model_path),
+                         args.llm["llm"] if getattr(args, "llm", None) else None)
     data = load_json(args.data)
     if args.limit:
         data = data[: args.limit]
@@ -182,6 +193,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await built.load_traces([x for _, _, r, r10 in runs for x in (r, r10)])
                 for it, name, r, r10 in runs:
                     it["systems"][name] = system_record(r, r10, it["evidence"], set(it["evidence_sessions"]))
+                if settings.llm.configured and conv_items:  # LLM totals of this file, on its first item
+                    conv_items[0]["llm"] = (await built.db.stats())["llm"]
+                    conv_items[0]["finds"] = 2 * len(modes) * len(conv_items)
+                    conv_items[0]["messages"] = built.build["messages"]
             finally:
                 await built.close(cache, cid, keep=args.keep_dbs)
             if args.compare:
@@ -314,8 +329,25 @@ def report(payload: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import llm_bench
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--qa" in argv:
+        return run_main(argv, parse_args, lambda a: llm_bench.run_qa(a, "locomo"), llm_bench.qa_report)
+    if any(a == "--llm-config" or a.startswith("--llm-config=") for a in argv):
+        return run_main(argv, parse_args, lambda a: llm_bench.run_retrieval_pair(a, run),
+                        lambda p: llm_bench.pair_report(p, report, pair_metrics))
     return run_main(argv, parse_args, run, report)
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def pair_metrics(payload: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Side-by-side rows of ``--llm-config`` runs: hybrid evidence recall (cat 1-4) at 5/10/25, zero-LLM vs LLM."""
+    def get(p: dict[str, Any], key: str) -> Any:
+        return p["results"].get("agentbase", {}).get("groups", {}).get("cat 1-4", {}).get(key)
+    return [(f"cat 1-4 {key}", get(payload["zero_llm"], key), get(payload["llm"], key))
+            for key in ("evidence_recall@5", "evidence_recall@10", "evidence_recall@25")]
+

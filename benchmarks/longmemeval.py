@@ -33,6 +33,7 @@ from typing import Any
 from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console, progress, table,
                      write_json)
+from .llm_bench import add_llm_args, apply_llm, load_llm_config
 from .metrics import mean, ndcg_any_at_k, recall_all_at_k, recall_any_at_k
 from .systems import BM25System, Doc, Mem0System, QueryRun, build_agentbase, tokenize_whitespace
 
@@ -55,9 +56,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="with --limit: take N questions round-robin over the question types instead of the "
                         "first N (the file is ordered by type)")
     p.add_argument("--question", action="append", default=None, help="only this question id (repeatable)")
+    add_llm_args(p)
     args = p.parse_args(argv)
     if not args.data:
         p.error("--data is required (LongMemEval_S JSON; see docs/benchmarks.md for where to download it)")
+    if args.qa and not args.llm_config:
+        p.error("--qa needs --llm-config FILE (the reader and judge models)")
+    from agentbase.errors import ConfigError
+
+    try:
+        args.llm = load_llm_config(args.llm_config) if args.llm_config else None
+    except ConfigError as exc:
+        p.error(str(exc))
     return args
 
 
@@ -161,7 +171,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from agentbase.datasets import load_json, longmemeval_conversation
     from agentbase.timeutil import parse_time
 
-    settings = build_settings(args.config, args.embedder, args.model_path)
+    settings = apply_llm(build_settings(args.config, args.embedder, args.model_path),
+                         args.llm["llm"] if getattr(args, "llm", None) else None)
     console.print(f"loading {args.data} ...")
     records = load_json(args.data)
     if args.question:
@@ -223,6 +234,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await built.load_traces([x for pair in runs.values() for x in pair])
                 for name, (r, r10) in runs.items():
                     row["systems"][name] = system_record(r, r10, gold_s, gold_t)
+                if settings.llm.configured:  # the file's LLM token totals after ingest and these queries
+                    row["llm"], row["finds"] = (await built.db.stats())["llm"], 2 * len(modes)
             finally:
                 await built.close(cache, qid, keep=args.keep_dbs)
             if args.compare:
@@ -435,8 +448,25 @@ def report(payload: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import llm_bench
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--qa" in argv:
+        return run_main(argv, parse_args, lambda a: llm_bench.run_qa(a, "longmemeval"), llm_bench.qa_report)
+    if any(a == "--llm-config" or a.startswith("--llm-config=") for a in argv):
+        return run_main(argv, parse_args, lambda a: llm_bench.run_retrieval_pair(a, run),
+                        lambda p: llm_bench.pair_report(p, report, pair_metrics))
     return run_main(argv, parse_args, run, report)
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def pair_metrics(payload: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Side-by-side rows of ``--llm-config`` runs: hybrid session/turn recall at 5 and 10, zero-LLM vs LLM."""
+    def get(p: dict[str, Any], level: str, key: str) -> Any:
+        return p["results"].get("agentbase", {}).get("all", {}).get("overall", {}).get(level, {}).get(key)
+    return [(f"{level} {key}", get(payload["zero_llm"], level, key), get(payload["llm"], level, key))
+            for level in LEVELS for key in ("recall_any@5", "recall_all@5", "recall_all@10")]
+

@@ -24,6 +24,7 @@ from .api_routes import router as api_router
 from .dashboard import router as dashboard_router
 from .errors import error_body, install_error_handlers
 from .openai_routes import router as openai_router
+from .responses_routes import router as responses_router
 
 __all__ = ["BearerAuthMiddleware", "GuardMiddleware", "create_app", "rebinding_refusal", "scoped_mcp_refusal"]
 
@@ -125,7 +126,8 @@ def scoped_mcp_refusal(scope: dict[str, Any]) -> JSONResponse | None:
                                    code="owner_scope_unsupported"), status_code=403)
 
 
-def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "AgentBase") -> FastAPI:
+def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "AgentBase",
+               llm: Any = None) -> FastAPI:
     """Build the AgentBase web application.
 
     Args:
@@ -134,6 +136,8 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
         tokens: bearer tokens; when non-empty every request must send ``Authorization: Bearer <one of them>``
             or gets 401. None or empty: no authentication (bind to loopback only).
         title: the OpenAPI title.
+        llm: the :class:`~agentbase.llm.client.LLMClient` that answers ``POST /v1/responses``; None: built from
+            the database's ``llm`` settings on first use (no model configured: that route answers 503).
 
     Returns:
         The FastAPI app, with ``app.state.agentbase`` (the :class:`AgentBase`) and
@@ -152,19 +156,23 @@ def create_app(db: Any, *, tokens: Iterable[str] | None = None, title: str = "Ag
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        """Close the database on shutdown when the app opened it from a path."""
+        """On shutdown, close the Responses route's own LLM client and the database when the app opened it."""
         yield
+        if getattr(app.state, "llm_resolved", False) and app.state.llm is not None:  # built from the settings here
+            await app.state.llm.aclose()
         if owned:
             await aio.close()
 
     # No /docs or /redoc pages: FastAPI's defaults load Swagger UI from a CDN; the schema is at /openapi.json.
     app = FastAPI(title=title, version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="AgentBase over HTTP: the JSON API at /api/v1, OpenAI-compatible Threads and "
-                              "Conversations at /v1, MCP at /mcp and the dashboard at /dashboard.")
+                  description="AgentBase over HTTP: the JSON API at /api/v1, OpenAI-compatible Threads, "
+                              "Conversations and Responses at /v1, MCP at /mcp and the dashboard at /dashboard.")
     app.state.agentbase = aio
     app.state.openai_adapter = AsyncOpenAIAssistantAdapter(aio)
+    app.state.llm = llm
     install_error_handlers(app)
     app.include_router(openai_router)
+    app.include_router(responses_router)
     app.include_router(api_router)
     app.include_router(api_observability_router)
     app.include_router(dashboard_router)
