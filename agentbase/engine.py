@@ -165,6 +165,17 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             except Exception:  # noqa: BLE001 - counts only: kept for the next try
                 self._llm_calls[:0] = calls
 
+    def count_llm_call(self, call: Any) -> None:
+        """Add an LLM call made by a client of the caller's own (the Responses route's) to this file's token totals
+        (``stats()["llm"]``, written with the traces); callable from any thread, returns at once.
+
+        Args:
+            call: the :class:`~agentbase.llm.client.LLMCall` an ``LLMClient`` listener receives.
+        """
+        from ._loop import engine_loop
+
+        engine_loop().loop.call_soon_threadsafe(lambda: self._llm_calls.append(call))  # swapped on that loop
+
     async def _at_exit(self) -> None:
         """Interpreter exit without ``close()``: write the queued traces and recall counts, and hand embedding jobs
         still claimed back to the queue (due at once, no attempt counted) instead of leaving them claimed until

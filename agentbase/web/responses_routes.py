@@ -95,6 +95,8 @@ def get_llm(request: Request) -> Any:
             from ..llm.client import LLMClient
 
             state.llm = LLMClient.from_settings(llm_settings)
+            if state.llm is not None:  # its calls count in the file's totals, as the database's own do
+                state.llm.add_listener(state.agentbase.count_llm_call)
     return getattr(state, "llm", None)
 
 

@@ -99,6 +99,8 @@ def test_create_returns_response_and_stores_turns(served, fake):
         ("user", "What is my favourite colour?"), ("assistant", r.output_text)]
     got = client.responses.retrieve(r.id)
     assert got.id == r.id and got.output_text == r.output_text and got.usage.total_tokens == r.usage.total_tokens
+    counted = db.sync.stats()["llm"]["by_purpose"]["responses"]  # the route's calls are in the file's totals
+    assert counted["calls"] == 1 and counted["completion_tokens"] == r.usage.output_tokens
 
 
 def test_previous_response_id_continues_the_session(served, fake):
