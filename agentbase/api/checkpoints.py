@@ -15,7 +15,6 @@ from typing import Any
 from .._loop import bridged
 from ..errors import ValidationError
 from ..models import CheckpointRecord, CheckpointWrite, utcnow
-from ..storage import checkpoints as _cp
 from ..timeutil import from_db_time, to_db_time
 from ..validation import _SURROGATE, check_int, check_json, check_limit
 
@@ -118,10 +117,10 @@ class CheckpointsAPI:
         run_id = metadata.get("run_id")
         now = to_db_time(utcnow())
         db = await self._open()
-        await _cp.put_checkpoint(db, thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id,
-                                 parent_checkpoint_id=parent, type_=type_, checkpoint=payload, metadata=metadata,
-                                 channel_versions=versions, run_id=run_id if isinstance(run_id, str) else None,
-                                 blobs=rows, created_at=now)
+        await db.ops.checkpoints.put_checkpoint(
+            db, thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=parent, type_=type_, checkpoint=payload, metadata=metadata,
+            channel_versions=versions, run_id=run_id if isinstance(run_id, str) else None, blobs=rows, created_at=now)
         return _record({"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id,
                         "parent_checkpoint_id": parent, "type": type_, "checkpoint": payload, "metadata": metadata,
                         "channel_versions": versions, "blobs": {}, "writes": [], "created_at": now})
@@ -156,8 +155,8 @@ class CheckpointsAPI:
                          _key(t, "write type"), _bytes(v, "write value"), _key(path, "task_path", allow_empty=True)))
         if rows:
             db = await self._open()
-            await _cp.put_writes(db, thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id,
-                                 writes=rows)
+            await db.ops.checkpoints.put_writes(db, thread_id=thread_id, checkpoint_ns=checkpoint_ns,
+                                                checkpoint_id=checkpoint_id, writes=rows)
         return len(rows)
 
     @bridged
@@ -179,7 +178,7 @@ class CheckpointsAPI:
         checkpoint_ns = _key(checkpoint_ns, "checkpoint_ns", allow_empty=True)
         checkpoint_id = _opt_key(checkpoint_id, "checkpoint_id")
         db = await self._open()
-        found = await _cp.get_checkpoint(db, thread_id, checkpoint_ns, checkpoint_id)
+        found = await db.ops.checkpoints.get_checkpoint(db, thread_id, checkpoint_ns, checkpoint_id)
         return _record(found) if found else None
 
     @bridged
@@ -212,7 +211,7 @@ class CheckpointsAPI:
         if limit is not None:
             limit = check_limit(limit, "limit", maximum=10_000_000)
         db = await self._open()
-        found = await _cp.list_checkpoints(db, thread_id=thread_id, checkpoint_ns=checkpoint_ns,
+        found = await db.ops.checkpoints.list_checkpoints(db, thread_id=thread_id, checkpoint_ns=checkpoint_ns,
                                            checkpoint_id=checkpoint_id, before_id=before, metadata_filter=flt,
                                            limit=limit)
         return [_record(r) for r in found]
@@ -231,7 +230,8 @@ class CheckpointsAPI:
         ids = _keys(thread_ids, "thread_ids")
         if not ids:
             return 0
-        return await _cp.delete_threads(await self._open(), ids)
+        db = await self._open()
+        return await db.ops.checkpoints.delete_threads(db, ids)
 
     @bridged
     async def delete_checkpoints(self, thread_id: str, checkpoint_ids: Sequence[str], *,
@@ -250,7 +250,8 @@ class CheckpointsAPI:
         ids = _keys(checkpoint_ids, "checkpoint_ids")
         if not ids:
             return 0
-        return await _cp.delete_checkpoints(await self._open(), thread_id, checkpoint_ns, ids)
+        db = await self._open()
+        return await db.ops.checkpoints.delete_checkpoints(db, thread_id, checkpoint_ns, ids)
 
     @bridged
     async def delete_checkpoint_runs(self, run_ids: Sequence[str]) -> int:
@@ -266,7 +267,8 @@ class CheckpointsAPI:
         ids = _keys(run_ids, "run_ids")
         if not ids:
             return 0
-        return await _cp.delete_runs(await self._open(), ids)
+        db = await self._open()
+        return await db.ops.checkpoints.delete_runs(db, ids)
 
     @bridged
     async def copy_checkpoint_thread(self, source_thread_id: str, target_thread_id: str) -> int:
@@ -283,7 +285,8 @@ class CheckpointsAPI:
         target = _key(target_thread_id, "target_thread_id")
         if source == target:
             return 0
-        return await _cp.copy_thread(await self._open(), source, target)
+        db = await self._open()
+        return await db.ops.checkpoints.copy_thread(db, source, target)
 
     @bridged
     async def prune_checkpoints(self, thread_ids: Sequence[str], *, keep_latest: bool = True) -> int:
@@ -301,4 +304,5 @@ class CheckpointsAPI:
             raise ValidationError(f"keep_latest must be True or False, got {keep_latest!r}")
         if not ids:
             return 0
-        return await _cp.prune_threads(await self._open(), ids, keep_latest=keep_latest)
+        db = await self._open()
+        return await db.ops.checkpoints.prune_threads(db, ids, keep_latest=keep_latest)

@@ -317,7 +317,7 @@ UPDATE messages SET committed = 1
 WHERE seq <= (SELECT s.committed_seq FROM sessions s WHERE s.id = messages.session_id);
 """
 
-# v10: LangGraph-style checkpoints (storage/checkpoints.py, the LangGraph checkpointer adapter): graph-state
+# v10: LangGraph-style checkpoints (storage/sqlite/checkpoints.py, the LangGraph checkpointer adapter): graph-state
 # snapshots, one row per channel value version, and pending writes. Separate tables, not entries, so checkpoints
 # never reach find(), the keyword index or the vector index. run_id is copied out of the metadata for
 # delete_checkpoint_runs; channel_versions (a JSON object of version strings) lets a delete find the channel values
