@@ -323,6 +323,15 @@ class LLMSettings(_Section):
             raise ValueError("base_url must be an http(s) URL such as http://127.0.0.1:8080/v1")
         return value
 
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> "LLMSettings":
+        # half a configuration would be ignored without a word (nothing calls a model unless both are set)
+        if bool(self.base_url) != bool(self.model):
+            missing, given = ("model", "base_url") if self.base_url else ("base_url", "model")
+            raise ValueError(f"llm.{given} is set but llm.{missing} is not: a model is used only when base_url and "
+                             f"model are both set (AGENTBASE_LLM__BASE_URL and AGENTBASE_LLM__MODEL)")
+        return self
+
     @property
     def configured(self) -> bool:
         """True when ``base_url`` and ``model`` are both set: only then does anything call a model."""

@@ -41,6 +41,12 @@ def test_settings_from_environment(monkeypatch):
     assert isinstance(c, LLMClient) and "sk-own" not in repr(c)
     with pytest.raises(ConfigError):
         load_settings(llm={"base_url": "127.0.0.1:8080"})
+    monkeypatch.delenv("AGENTBASE_LLM__MODEL")  # half a configuration is an error, never ignored silently
+    with pytest.raises(ConfigError, match="llm.base_url is set but llm.model is not"):
+        load_settings()
+    monkeypatch.delenv("AGENTBASE_LLM__BASE_URL")
+    with pytest.raises(ConfigError, match="llm.model is set but llm.base_url is not"):
+        load_settings(llm={"model": "m"})
     with pytest.raises(ConfigError):
         load_settings(llm={"max_concurrency": 0})
     assert issubclass(LLMUnavailable, LLMRetryable) and issubclass(LLMRetryable, LLMError)
