@@ -118,7 +118,8 @@ def _run(coro: Any) -> Any:
 
 async def _full_id(ref: str, what: str, exists: Any, with_prefix: Any) -> str:
     """The one full id that is ``ref`` or starts with ``ref`` (a prefix of at least 8 characters, as git takes a
-    short commit id).
+    short commit id). Generated ids are lower-case uuids, so a ``ref`` that finds nothing as typed is tried in lower
+    case too ("BEC56117" names bec56117-...).
 
     Args:
         ref: what the user typed. what: ``"entry"`` or ``"trace"`` (for messages).
@@ -132,6 +133,8 @@ async def _full_id(ref: str, what: str, exists: Any, with_prefix: Any) -> str:
     if await exists(ref):
         return ref
     matches = await with_prefix(ref, limit=11) if len(ref) >= ID_PREFIX_MIN else []
+    if not matches and ref != ref.lower():
+        return await _full_id(ref.lower(), what, exists, with_prefix)
     if not matches:
         short = len(ref) < ID_PREFIX_MIN
         raise NotFoundError(f"{what} {ref!r} not found"

@@ -63,3 +63,11 @@ def test_trace_accepts_the_unique_prefix_of_the_id_find_printed(cli):
     assert shown["id"] == full and shown["steps"]
     res = cli("trace", full[:7])
     assert res.exit_code == 1 and "at least 8 characters" in res.output
+
+
+def test_an_id_or_prefix_typed_in_upper_case_finds_the_lower_case_uuid(cli):
+    full = json.loads(cli("add", "Caroline moved to Lisbon in May", "--json").output)["id"]
+    assert json.loads(cli("get", full.upper(), "--json").output)["id"] == full
+    assert json.loads(cli("get", full[:8].upper(), "--json").output)["id"] == full
+    trace_id = json.loads(cli("find", "Lisbon", "--json").output)[0]["trace_id"]
+    assert json.loads(cli("trace", trace_id[:8].upper(), "--json").output)["id"] == trace_id
