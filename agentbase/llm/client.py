@@ -35,6 +35,9 @@ __all__ = ["LLMCall", "LLMClient", "LLMResult", "parse_json_answer"]
 # RETRY_AFTER_CAP_S so one header cannot park a job handler for hours.
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 20.0
+#: Seconds a client answers LLMUnavailable at once after the endpoint was unreachable, without a request: a dead
+#: server then costs each call nothing instead of its retries (the job queue defers for as long, ingest.DEFER_S).
+UNAVAILABLE_HOLD_S = 30.0
 RETRY_AFTER_CAP_S = 60.0
 RECENT_CALLS = 1000  # calls kept in LLMClient.recent (a ring buffer)
 
@@ -183,6 +186,7 @@ class LLMClient:
                                           timeout=self.timeout_s, max_retries=0, http_client=http_client)
         self._semaphore: asyncio.Semaphore | None = None
         self._no_json_mode = False  # the server refused response_format once: stop sending it
+        self._down: tuple[float, str] | None = None  # (monotonic time, reason) the endpoint was last unreachable
         self._lock = threading.Lock()
         self._totals: dict[str, dict[str, int]] = {}
         self._listeners: list[Callable[[LLMCall], None]] = []
@@ -285,12 +289,19 @@ class LLMClient:
 
         Raises:
             LLMUnavailable: the endpoint could not be reached (connection refused, DNS, closed port) in
-                ``1 + max_retries`` attempts.
+                ``1 + max_retries`` attempts, or it could not be within the last :data:`UNAVAILABLE_HOLD_S` seconds
+                (then at once, no request sent).
             LLMRetryable: HTTP 429 / 5xx or a timeout in every attempt.
             LLMError: a permanent failure (HTTP 4xx other than 429, or a body that is not a chat completion).
         """
         if not isinstance(messages, list) or not messages:
             raise LLMError("messages must be a non-empty list of chat messages", purpose=purpose)
+        if self._down is not None:
+            since = time.monotonic() - self._down[0]
+            if since < UNAVAILABLE_HOLD_S:
+                raise LLMUnavailable(f"{self._down[1]} ({since:.0f} s ago; next try in "
+                                     f"{UNAVAILABLE_HOLD_S - since:.0f} s)", purpose=purpose)
+            self._down = None
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
         openai = self._openai
@@ -298,6 +309,7 @@ class LLMClient:
         started = time.perf_counter()
         attempts = 0
         last: LLMError | None = None
+        refused = False  # the last attempt found nothing listening (not a reset or a dropped connection)
         async with self._semaphore:
             retries = 0
             while True:
@@ -314,6 +326,7 @@ class LLMClient:
                     last = LLMRetryable(f"timed out after {self.timeout_s:g} s", purpose=purpose)
                 except openai.APIConnectionError as exc:
                     last = LLMUnavailable(f"cannot reach {self.base_url}: {_cause(exc)}", purpose=purpose)
+                    refused = _refused(exc)
                 except openai.APIStatusError as exc:
                     status = exc.status_code
                     if status == 429 or status >= 500:
@@ -342,6 +355,8 @@ class LLMClient:
                 await asyncio.sleep(self._backoff(retries, retry_after))
                 retries += 1
         assert last is not None
+        if isinstance(last, LLMUnavailable) and refused:
+            self._down = (time.monotonic(), str(last))
         outcome = ("unavailable" if isinstance(last, LLMUnavailable) else
                    "retryable" if isinstance(last, LLMRetryable) else "error")
         self._record(LLMCall(purpose=purpose, model=self.model, prompt_tokens=0, completion_tokens=0,
@@ -369,6 +384,20 @@ class LLMClient:
     async def aclose(self) -> None:
         """Close the HTTP connection pool (the client cannot be used afterwards)."""
         await self._client.close()
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection error was a refused connection or an unknown host (nothing to reach), as opposed to a
+    connection reset or dropped mid-request (a live server under load)."""
+    import socket
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _cause(exc: BaseException) -> str:

@@ -154,3 +154,20 @@ async def test_concurrency_is_bounded(fake_llm):
     c = client(fake_llm.url, max_concurrency=2)
     results = await asyncio.gather(*(c.chat(MSG, purpose="unit") for _ in range(6)))
     assert len(results) == 6 and in_flight["max"] == 2
+
+
+async def test_an_unreachable_endpoint_is_not_asked_again_for_a_while():
+    import time
+
+    from agentbase.llm import client as client_module
+
+    c = client(dead_url(), max_retries=2)
+    with pytest.raises(LLMUnavailable):
+        await c.chat([{"role": "user", "content": "hi"}], purpose="t")
+    started = time.perf_counter()
+    with pytest.raises(LLMUnavailable, match="next try in"):  # at once: no request, no retries
+        await c.chat([{"role": "user", "content": "hi"}], purpose="t")
+    assert time.perf_counter() - started < 0.05
+    c._down = (c._down[0] - client_module.UNAVAILABLE_HOLD_S, c._down[1])  # the hold has passed
+    with pytest.raises(LLMUnavailable, match="cannot reach"):  # asked again
+        await c.chat([{"role": "user", "content": "hi"}], purpose="t")
