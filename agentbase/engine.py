@@ -545,7 +545,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             row = await db.fetchone(sql)
             return row[0] if row else None
         by_type = dict(await db.fetchall("SELECT context_type, COUNT(*) FROM entries GROUP BY context_type"))
-        jobs = dict(await db.fetchall("SELECT status, COUNT(*) FROM jobs GROUP BY status"))
+        jobs = await db.ops.jobs.counts_by_status(db)
         return {
             "path": str(self.path), "schema_version": await scalar("SELECT MAX(version) FROM schema_version"),
             "driver": db.driver, "vector_engine": db.vector_engine if self.embedder is not None else None,

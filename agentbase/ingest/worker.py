@@ -71,14 +71,13 @@ def embed_text(name: str | None, description: str | None, l2_full: str, *, categ
 
 
 async def pending_jobs(db: Any, kind: str) -> int:
-    """Number of jobs of ``kind`` (``"embed"``, ``"enrich"`` or ``"relations"``) in the file not yet done or failed (``pending`` or
-    ``running``).
+    """Number of jobs of ``kind`` (``"embed"``, ``"enrich"``, ``"relations"``, ``"llm"``) in the file not yet done or
+    failed (``pending`` or ``running``).
 
     Raises:
         StorageError: the query failed.
     """
-    row = await db.fetchone("SELECT COUNT(*) FROM jobs WHERE kind = ? AND status IN ('pending', 'running')", (kind,))
-    return int(row[0])
+    return await db.ops.jobs.open_count(db, kind)
 
 
 def _sha(text: str) -> str:
@@ -188,10 +187,7 @@ class JobWorker:
             return 0
         now = to_db_time(utcnow())
         async with self.db.transaction() as conn:
-            cur = await conn.execute(
-                f"UPDATE jobs SET status = 'pending', next_run_at = ?, updated_at = ? WHERE status = 'running' "
-                f"AND id IN ({','.join('?' * len(ids))})", [now, now, *ids])
-            return cur.rowcount
+            return await conn.ops.jobs.release(conn, ids, now)
 
     async def _before_batch(self) -> None:
         """Hook run by the background task before each batch (not by ``flush()``): wait while it should yield."""
@@ -234,18 +230,11 @@ class JobWorker:
         lease = to_db_time(now + timedelta(seconds=LEASE_S))
         # A read first: an idle worker polls every second, and taking the file's write lock for nothing would make
         # other processes' writers wait.
-        statuses = ", ".join(f"'{s}'" for s in self.claim_statuses)  # class constants, not user input
-        if await self.db.fetchone(f"SELECT 1 FROM jobs WHERE status IN ({statuses}) AND next_run_at <= ? "
-                                  "AND kind = ? LIMIT 1", (to_db_time(now), self.kind)) is None:
+        if not await self.db.ops.jobs.any_due(self.db, self.kind, self.claim_statuses, to_db_time(now)):
             return 0
         async with self.db.transaction() as conn:
-            cur = await conn.execute(
-                "UPDATE jobs SET status = 'running', next_run_at = ?, updated_at = ? WHERE id IN ("
-                f" SELECT id FROM jobs WHERE kind = ? AND status IN ({statuses})"
-                " AND next_run_at <= ? ORDER BY id LIMIT ?) RETURNING id, target, attempts",
-                (lease, to_db_time(now), self.kind, to_db_time(now), self.batch_size),
-            )
-            claimed = list(await cur.fetchall())
+            claimed = list(await conn.ops.jobs.claim(conn, self.kind, self.claim_statuses, to_db_time(now), lease,
+                                                     self.batch_size))
         if not claimed:
             return 0
         self._claimed = [c[0] for c in claimed]
@@ -266,11 +255,9 @@ class JobWorker:
                 attempts += 1
                 status = "failed" if attempts >= MAX_ATTEMPTS else "pending"
                 delay = min(2 ** attempts, MAX_BACKOFF_S)
-                await conn.execute(
-                    "UPDATE jobs SET status = ?, attempts = ?, next_run_at = ?, last_error = ?, updated_at = ? "
-                    "WHERE id = ?",
-                    (status, attempts, to_db_time(now + timedelta(seconds=delay)), f"{type(exc).__name__}: {exc}"[:2000],
-                     to_db_time(now), job_id))
+                await conn.ops.jobs.set_attempt(conn, job_id, status=status, attempts=attempts,
+                                                next_run_at=to_db_time(now + timedelta(seconds=delay)),
+                                                error=f"{type(exc).__name__}: {exc}"[:2000], now=to_db_time(now))
 
 
 class EmbeddingWorker(JobWorker):
@@ -345,8 +332,7 @@ class EmbeddingWorker(JobWorker):
                             "INSERT OR REPLACE INTO embeddings(rid, model_id, dims, content_hash, vector, created_at)"
                             " VALUES (?, ?, ?, ?, ?, ?)", (row[1], model_id, dims, row[5], vec.tobytes(), stamp))
                         await upsert_vector(conn, self.db.vector_engine, row[1], vec)
-                await conn.execute("UPDATE jobs SET status = 'done', updated_at = ?, last_error = NULL "
-                                   "WHERE id = ? AND status = 'running'", (stamp, job_id))
+                await conn.ops.jobs.finish(conn, job_id, stamp)
             if summary_turn_mean:  # the mean follows the turns (a later commit, an edited turn)
                 done = {c[1] for c in claimed}
                 await requeue_session_summaries(
@@ -385,9 +371,7 @@ class EmbeddingWorker(JobWorker):
         """Return claimed jobs to ``pending`` without counting an attempt, due at the given database times."""
         now = to_db_time(utcnow())
         async with self.db.transaction() as conn:
-            await conn.executemany("UPDATE jobs SET status = 'pending', next_run_at = ?, updated_at = ? "
-                                   "WHERE id = ? AND status = 'running'",
-                                   [(when, now, job_id) for job_id, when in due.items()])
+            await conn.ops.jobs.put_back(conn, list(due.items()), now)
 
     async def _ensure_dims(self, conn: Any, dims: int, model_id: str) -> None:
         row = await (await conn.execute("SELECT value FROM meta WHERE key = 'vector_dims'")).fetchone()
@@ -489,8 +473,5 @@ class EnrichmentWorker(JobWorker):
             stamp = to_db_time(utcnow())
             async with self.db.transaction() as conn:
                 # A commit that re-queued this session while it ran set the row back to 'pending': leave it so.
-                await conn.execute(
-                    "UPDATE jobs SET status = ?, next_run_at = ?, updated_at = ?, last_error = NULL "
-                    "WHERE id = ? AND status = 'running'",
-                    ("done" if complete else "pending", stamp, stamp, job_id))
+                await conn.ops.jobs.finish(conn, job_id, stamp, status="done" if complete else "pending")
         return len(claimed)

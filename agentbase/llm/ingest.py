@@ -148,16 +148,13 @@ class LLMJobWorker(JobWorker):
         now = utcnow()
         async with self.db.transaction() as conn:
             # a job re-armed meanwhile (a new commit set it back to 'pending') stays so
-            await conn.execute(
-                "UPDATE jobs SET status = ?, next_run_at = ?, updated_at = ?, last_error = ? "
-                "WHERE id = ? AND status = 'running'",
-                (status, to_db_time(now + timedelta(seconds=delay_s)), to_db_time(now), error, job_id))
+            await conn.ops.jobs.finish(conn, job_id, to_db_time(now), status=status, error=error,
+                                       next_run_at=to_db_time(now + timedelta(seconds=delay_s)))
 
     async def _push(self, job_id: int, delay_s: float) -> None:
         when = to_db_time(utcnow() + timedelta(seconds=delay_s))
         async with self.db.transaction() as conn:
-            await conn.execute("UPDATE jobs SET next_run_at = MAX(next_run_at, ?) WHERE id = ? AND status = 'pending'",
-                               (when, job_id))
+            await conn.ops.jobs.postpone(conn, job_id, when)
 
 
 async def run_llm_job(ab: Any, target: str) -> bool:
