@@ -121,45 +121,70 @@ def _status(m: Message) -> str:
     return m.metadata.get(STATUS_KEY, MessageStatus.ACTIVE.value)
 
 
-class _SessionsMixin:
-    """Key <-> session plumbing shared by both stores.
+class _EngineShare:
+    """The engine a LlamaIndex pydantic object holds: given as an AgentBase or a path (``db_path``), reopened from the
+    path after unpickling, one share per copy.
 
-    The stores declare the fields ``db_path``, ``user_id``, ``agent_id`` and the private ``_db``, ``_owned``,
-    ``_known``.
+    Users declare the field ``db_path`` and the private ``_db`` and ``_owned``; ``_what`` names them in errors.
     """
+
+    _what = "adapter"
 
     def _bind(self, db: Any) -> None:
         ab, owned = resolve_db(db)
-        self._db, self._owned, self._known = ab, owned, set()
+        self._db, self._owned = ab, owned
+        self._rebound()
         if self.db_path is None or owned:
             self.db_path = str(ab.path)  # absolute once opened from a path: an unpickled copy finds the same file
+
+    def _rebound(self) -> None:
+        """Hook: reset what belonged to the previous engine."""
+
+    def _copied(self, clone: Any) -> None:
+        """Hook: give a copy its own private state (pydantic's copy shares the private attributes)."""
 
     def __copy__(self) -> Any:
         # pydantic's copy shares the private attributes: a copy's close() would hand back the original's share
         # of the engine (and close it under other adapters). Each copy takes a share of its own.
         clone = super().__copy__()  # type: ignore[misc]
-        clone._known = set(self._known)
+        self._copied(clone)
         if self._owned:
             clone._bind(self.db_path)
         return clone
-
-    def __deepcopy__(self, memo: Any = None) -> Any:
-        return self.__copy__()  # the fields are strings; the engine is shared, never copied
 
     @property
     def db(self) -> AgentBase:
         """The underlying async :class:`~agentbase.AgentBase` (reopened from ``db_path`` after unpickling)."""
         if self._db is None:
             if not self.db_path:
-                raise RuntimeError("this chat store has no database")
+                raise RuntimeError(f"this {self._what} has no database")
             self._bind(self.db_path)
         return self._db
 
     def close(self) -> None:
-        """Close the database if this store opened it from a path (otherwise do nothing)."""
+        """Hand back the database if this object opened it from a path (otherwise do nothing)."""
         if self._db is not None and self._owned:
             self._owned = False
             run_sync(release_db(self._db))
+
+
+class _SessionsMixin(_EngineShare):
+    """Key <-> session plumbing shared by both stores.
+
+    The stores declare the fields ``db_path``, ``user_id``, ``agent_id`` and the private ``_db``, ``_owned``,
+    ``_known``.
+    """
+
+    _what = "chat store"
+
+    def _rebound(self) -> None:
+        self._known = set()
+
+    def _copied(self, clone: Any) -> None:
+        clone._known = set(self._known)
+
+    def __deepcopy__(self, memo: Any = None) -> Any:
+        return self.__copy__()  # the fields are strings; the engine is shared, never copied
 
     async def _foreign(self, key: str) -> bool:
         """Whether ``key`` is a session of another user_id/agent_id than this store's: it reads as unknown, and

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional
 
-from agentbase import AgentBase, release_db, resolve_db, run_sync
 from agentbase.adapters._owners import foreign_owner
 from agentbase.errors import MissingDependencyError, ValidationError
 
@@ -36,7 +35,7 @@ try:
     from llama_index.core.prompts import BasePromptTemplate, PromptTemplate, RichPromptTemplate
     from llama_index.core.utils import get_tokenizer
 
-    from agentbase.adapters.llama_index import message_to_row
+    from agentbase.adapters.llama_index import _EngineShare, message_to_row
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("llama-index-core", "llama-index") from exc
 
@@ -76,7 +75,7 @@ def _check_id(value: Any, name: str, *, optional: bool) -> Optional[str]:
     return value
 
 
-class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
+class AgentBaseMemoryBlock(_EngineShare, BaseMemoryBlock[str]):
     """A ``Memory`` block whose long-term store is an AgentBase file, scoped to one user.
 
     ``aput`` (what ``Memory`` flushes from its short-term queue) appends the messages to the AgentBase session
@@ -188,18 +187,11 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
         return self
 
     # ------------------------------------------------------------------------------------------ database
-    def _bind(self, db: Any) -> None:
-        ab, owned = resolve_db(db)
-        self._db, self._owned = ab, owned
-        if self.db_path is None or owned:
-            self.db_path = str(ab.path)
+    # (_bind, db, close and copying with a share of its own: _EngineShare)
+    _what: ClassVar[str] = "memory block"
 
-    def __copy__(self) -> Any:
-        clone = super().__copy__()
+    def _copied(self, clone: Any) -> None:
         clone._rendered = {}
-        if self._owned:  # each copy takes its own share: its close() must not close the original's engine
-            clone._bind(self.db_path)
-        return clone
 
     def __deepcopy__(self, memo: Any = None) -> Any:
         clone = self.__copy__()  # the engine is shared, never copied
@@ -213,21 +205,6 @@ class AgentBaseMemoryBlock(BaseMemoryBlock[str]):
         state["__pydantic_private__"] = {**(state.get("__pydantic_private__") or {}),
                                          "_db": None, "_owned": False, "_rendered": {}}
         return state
-
-    @property
-    def db(self) -> AgentBase:
-        """The underlying async :class:`~agentbase.AgentBase` (reopened from ``db_path`` after unpickling)."""
-        if self._db is None:
-            if not self.db_path:
-                raise RuntimeError("this memory block has no database")
-            self._bind(self.db_path)
-        return self._db
-
-    def close(self) -> None:
-        """Hand back the database if this block opened it from a path (otherwise do nothing)."""
-        if self._db is not None and self._owned:
-            self._owned = False
-            run_sync(release_db(self._db))
 
     def session_for(self, session_id: Optional[str]) -> str:
         """The AgentBase session id that stores the messages of a ``Memory`` session.
