@@ -219,6 +219,19 @@ def add_llm_args(p: Any) -> None:
                         "the judge model grades it (accuracy overall and per type)")
 
 
+def read_llm_args(p: Any, args: Any) -> None:
+    """Check ``--qa``/``--llm-config`` after parsing and set ``args.llm`` (the loaded config, or None); a bad
+    combination or file is the parser's usage error (exit status 2)."""
+    from agentbase.errors import ConfigError
+
+    if args.qa and not args.llm_config:
+        p.error("--qa needs --llm-config FILE (the reader and judge models)")
+    try:
+        args.llm = load_llm_config(args.llm_config) if args.llm_config else None
+    except ConfigError as exc:
+        p.error(str(exc))
+
+
 def _date(entry: Any) -> str:
     when = entry.event_time or entry.created_at
     return when.strftime("%Y-%m-%d") if when is not None else ""

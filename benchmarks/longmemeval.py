@@ -33,7 +33,7 @@ from typing import Any
 from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console, progress, table,
                      write_json)
-from .llm_bench import add_llm_args, apply_llm, load_llm_config
+from .llm_bench import add_llm_args, apply_llm, read_llm_args
 from .metrics import mean, ndcg_any_at_k, recall_all_at_k, recall_any_at_k
 from .systems import BM25System, Doc, Mem0System, QueryRun, build_agentbase, tokenize_whitespace
 
@@ -60,14 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not args.data:
         p.error("--data is required (LongMemEval_S JSON; see docs/benchmarks.md for where to download it)")
-    if args.qa and not args.llm_config:
-        p.error("--qa needs --llm-config FILE (the reader and judge models)")
-    from agentbase.errors import ConfigError
-
-    try:
-        args.llm = load_llm_config(args.llm_config) if args.llm_config else None
-    except ConfigError as exc:
-        p.error(str(exc))
+    read_llm_args(p, args)
     return args
 
 
