@@ -22,6 +22,7 @@ from .errors import (
 from .models import ContextType, Entry, HistoryEvent, Message, Scope, SearchResult, Session, Trace, TraceStep
 from .retrieval.filters import Filters
 from .sync import SyncAgentBase, release_db, resolve_db, run_sync
+from .validation import check_json
 
 __version__ = "0.1.0"
 
@@ -48,6 +49,7 @@ __all__ = [
     "SyncAgentBase",
     "Trace",
     "TraceStep",
+    "check_json",
     "UsageError",
     "ValidationError",
     "load_settings",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -155,9 +156,9 @@ def check_bool(value: Any, what: str) -> bool:
     return value
 
 
-def _walk_json(value: Any, what: str, depth: int) -> None:
-    if depth > 100:
-        raise ValidationError(f"{what} is nested more than 100 levels deep")
+def _walk_json(value: Any, what: str, depth: int, max_depth: int, dicts: tuple[type, ...]) -> None:
+    if depth > max_depth:
+        raise ValidationError(f"{what} is nested more than {max_depth} levels deep")
     if value is None or isinstance(value, (bool, int)):
         return
     if isinstance(value, float):
@@ -166,29 +167,33 @@ def _walk_json(value: Any, what: str, depth: int) -> None:
     elif isinstance(value, str):
         if _SURROGATE.search(value):
             raise ValidationError(f"{what} holds a string with a lone surrogate code point (invalid Unicode)")
-    elif isinstance(value, dict):
+    elif isinstance(value, dicts):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValidationError(f"{what} keys must be strings, got {key!r}")
             if _SURROGATE.search(key):
                 raise ValidationError(f"{what} key {key!r} holds a lone surrogate code point (invalid Unicode)")
-            _walk_json(item, what, depth + 1)
+            _walk_json(item, what, depth + 1, max_depth, dicts)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            _walk_json(item, what, depth + 1)
+            _walk_json(item, what, depth + 1, max_depth, dicts)
     else:
         raise ValidationError(f"{what} must hold only JSON values (dict with str keys, list, str, int, float, "
                               f"bool, None), got {type(value).__name__}")
 
 
-def check_json(value: Any, what: str = "value") -> Any:
+def check_json(value: Any, what: str = "value", *, max_depth: int = 100, mappings: bool = False) -> Any:
     """Return ``value`` if it round-trips through JSON unchanged and can be stored as UTF-8.
+
+    Args:
+        value: the value. what: its name in errors. max_depth: the deepest nesting allowed (levels). mappings:
+            accept any ``collections.abc.Mapping`` as an object (the caller turns it into a dict), not only dict.
 
     Raises:
         ValidationError: a non-str dict key (``json`` would turn ``1`` into ``"1"``), NaN or infinity, a lone
-            surrogate, a non-JSON type (set, bytes, objects), or nesting deeper than 100 levels.
+            surrogate, a non-JSON type (set, bytes, objects), or nesting deeper than ``max_depth`` levels.
     """
-    _walk_json(value, what, 0)  # a cycle ends at the depth limit
+    _walk_json(value, what, 0, max_depth, (Mapping,) if mappings else (dict,))  # a cycle ends at the depth limit
     return value
 
 

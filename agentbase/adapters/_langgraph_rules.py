@@ -5,13 +5,13 @@ langgraph 1.2 decides them), written for AgentBase."""
 from __future__ import annotations
 
 import json
-import math
 import re
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from agentbase import check_json
 from agentbase.errors import ValidationError
 
 CATEGORY = "langgraph"  # the entry category that marks a store item
@@ -64,32 +64,10 @@ def item_id(namespace: tuple[str, ...], key: str) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, json.dumps([list(namespace), key], ensure_ascii=False)))
 
 
-def _check_json(value: Any, depth: int = 0) -> None:
-    """Raise ValidationError unless ``value`` is storable JSON (AgentBase's metadata rules)."""
-    if depth > 90:
-        raise ValidationError("store value is nested more than 90 levels deep")
-    if value is None or isinstance(value, (bool, int, str)):
-        if isinstance(value, str) and _SURROGATE.search(value):
-            raise ValidationError("store value holds a string with a lone surrogate code point")
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationError(f"store value holds {value!r}; JSON has no NaN or infinity")
-        return
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise ValidationError(f"store value keys must be strings, got {k!r}")
-            if _SURROGATE.search(k):
-                raise ValidationError(f"store value key {k!r} holds a lone surrogate code point")
-            _check_json(v, depth + 1)
-        return
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            _check_json(v, depth + 1)
-        return
-    raise ValidationError(f"store values must be JSON (dict with str keys, list, str, int, float, bool, None), "
-                          f"got {type(value).__name__}")
+def _check_json(value: Any) -> None:
+    """Raise ValidationError unless ``value`` is storable JSON (AgentBase's metadata rules, Mappings allowed): at
+    most 90 levels deep, since the item is kept inside the entry's metadata, which allows 100."""
+    check_json(value, "store value", max_depth=90, mappings=True)
 
 
 def _plain(value: Any) -> Any:
