@@ -38,7 +38,7 @@ from .models import utcnow
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_metadata, check_text
 
-__all__ = ["VIEWER_KEYS", "ActiveSession", "visibility_clause", "visible_to"]
+__all__ = ["VIEWER_KEYS", "ActiveSession", "check_viewer", "visibility_clause", "visible_to"]
 
 VIEWER_KEYS = ("user_id", "agent_id", "project_id", "session_id")
 
@@ -57,6 +57,15 @@ def visibility_clause(viewer: dict[str, Any], alias: str = "e") -> tuple[str, li
     Raises:
         ValidationError: an unknown key or a malformed id.
     """
+    check_viewer(viewer, alias)
+    from .storage.sqlite.filters import visibility
+
+    return visibility(viewer, alias)
+
+
+def check_viewer(viewer: Any, alias: str = "e") -> None:
+    """Raise :class:`ValidationError` unless ``viewer`` is a dict of known owner keys with well-formed ids (None
+    values allowed) and ``alias`` an identifier (what :func:`visibility_clause` checks before building its SQL)."""
     if not isinstance(viewer, dict):
         raise ValidationError("visible_to must be a dict of owner ids")
     unknown = set(viewer) - set(VIEWER_KEYS)
@@ -67,9 +76,6 @@ def visibility_clause(viewer: dict[str, Any], alias: str = "e") -> tuple[str, li
     for key in VIEWER_KEYS:
         if viewer.get(key) is not None:
             check_id(viewer[key], key)
-    from .storage.sqlite.filters import visibility
-
-    return visibility(viewer, alias)
 
 
 def visible_to(user_id: str | None = None, agent_id: str | None = None, project_id: str | None = None,
@@ -87,7 +93,7 @@ def visible_to(user_id: str | None = None, agent_id: str | None = None, project_
         ValidationError: a malformed id.
     """
     viewer = {"user_id": user_id, "agent_id": agent_id, "project_id": project_id, "session_id": session_id}
-    visibility_clause(viewer)  # a malformed id fails here, where it is given
+    check_viewer(viewer)  # a malformed id fails here, where it is given
     return {"visible_to": viewer}
 
 

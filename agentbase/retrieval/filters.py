@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..models import ContextType, Scope
-from ..scopes import visibility_clause
+from ..scopes import check_viewer
 from ..timeutil import parse_time
 from ..validation import check_bool, check_category, check_id, check_int, check_json, check_tags
 
@@ -90,7 +90,7 @@ class Filters:
             else:  # NaN/infinity, lone surrogates
                 check_json(value, f"metadata filter value for {key!r}")
         if self.visible_to is not None:
-            visibility_clause(self.visible_to, alias)  # validates the viewer and the alias
+            check_viewer(self.visible_to, alias)
         return sql_filters.where(self, alias)
 
 
@@ -135,7 +135,7 @@ def filters_from_kwargs(filters: dict[str, Any], *, now: datetime | None = None)
                               f"{', '.join(sorted(_FILTER_NAMES))}")
     f = Filters(**filters)
     if f.visible_to is not None:
-        visibility_clause(f.visible_to)  # validates the viewer (a dict of known keys and well-formed ids)
+        check_viewer(f.visible_to)  # a dict of known keys and well-formed ids
     f.context_type = _one_or_many(f.context_type, "context_type", {c.value for c in ContextType})
     f.scope = _one_or_many(f.scope, "scope", {s.value for s in Scope})
     f.category = _one_or_many(f.category, "category", None)
