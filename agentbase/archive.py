@@ -42,7 +42,7 @@ from typing import Any
 
 from .errors import StorageError, ValidationError
 from .models import ContextType, Entry, Scope, utcnow
-from .storage.connection import DRIVER_ERRORS
+from .storage import DRIVER_ERRORS
 from .storage.entries import (ENTRY_COLUMNS, _fts_source, enqueue_job, entry_row_by_id, record_history, row_to_entry,
                               update_entry_row)
 from .timeutil import to_db_time

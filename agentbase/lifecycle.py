@@ -28,7 +28,7 @@ from typing import Any
 from .errors import StorageError, ValidationError
 from .models import utcnow
 from .retrieval.filters import filters_from_kwargs
-from .storage.connection import DRIVER_ERRORS
+from .storage import DRIVER_ERRORS
 from .storage.entries import delete_entry_row, entry_row_by_rid, record_history, row_to_entry
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_path

@@ -1,6 +1,11 @@
-"""Storage: connections (driver choice, PRAGMAs, extension loading), schema and migrations."""
+"""Storage: the engines behind AgentBase (one package per engine) and the engine-neutral row helpers.
 
-from .connection import Database, open_database
-from .schema import SCHEMA_VERSION
+``storage/sqlite/`` holds the default engine: its connections (driver choice, PRAGMAs, extension loading), schema,
+migrations and named operations. Code outside ``storage/`` reaches an engine's operations through the connection
+it holds (``db.ops.<group>``), never by importing the engine package.
+"""
 
-__all__ = ["SCHEMA_VERSION", "Database", "open_database"]
+from .sqlite.connection import DRIVER_ERRORS, Database, open_database
+from .sqlite.schema import SCHEMA_VERSION
+
+__all__ = ["DRIVER_ERRORS", "SCHEMA_VERSION", "Database", "open_database"]

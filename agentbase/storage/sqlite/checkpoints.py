@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..connection import Database, Writer
+from .connection import Database, Writer
 
 __all__ = [
     "copy_thread",

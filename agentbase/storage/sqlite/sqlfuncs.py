@@ -16,14 +16,14 @@ __all__ = ["register"]
 
 def _fts_source(name: str | None, description: str | None, l2_full: str | None, tags_json: str | None) -> str:
     """``agentbase_fts_source(name, description, l2_full, tags)``: the ``entries.fts_text`` of a row (version 5)."""
-    from .entries import fts_source
+    from ..entries import fts_source
 
     return fts_source(name, description, l2_full or "", [t for t in _json_list(tags_json) if isinstance(t, str)])
 
 
 def _content_hash(text: str | None) -> str | None:
     """``agentbase_content_hash(text)``: :func:`~agentbase.ingest.dedup.content_hash` (version 6)."""
-    from ..ingest.dedup import content_hash
+    from ...ingest.dedup import content_hash
 
     try:
         return content_hash(text) if isinstance(text, str) else None
@@ -39,8 +39,8 @@ def _casefold(text: str | None) -> str | None:
 def _ner_tags(tags_json: str | None) -> str | None:
     """``agentbase_ner_tags(tags)``: the tag list with each ``ner_`` tag re-normalised by
     :func:`~agentbase.ner.tag_for` (version 6: typographic apostrophes became ``'``), duplicates dropped."""
-    from ..errors import ValidationError
-    from ..ner import TAG_PREFIX, tag_for
+    from ...errors import ValidationError
+    from ...ner import TAG_PREFIX, tag_for
 
     tags = _json_list(tags_json)
     if not tags or not all(isinstance(t, str) for t in tags):
@@ -60,7 +60,7 @@ def _ner_tags(tags_json: str | None) -> str | None:
 def _key_description(fact_key: str | None) -> str | None:
     """``agentbase_key_description(fact_key)``: what a profile fact answers
     (:data:`~agentbase.ingest.facts.KEY_DESCRIPTIONS`), for keys with or without a speaker prefix (version 6)."""
-    from ..ingest.facts import KEY_DESCRIPTIONS
+    from ...ingest.facts import KEY_DESCRIPTIONS
 
     return KEY_DESCRIPTIONS.get(fact_key.rpartition("|")[2]) if isinstance(fact_key, str) else None
 

@@ -18,16 +18,22 @@ import contextlib
 import os
 import random
 import sqlite3
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import SchemaVersionError, StorageError
+from ...errors import SchemaVersionError, StorageError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlfuncs import register as register_sql_functions
 
 __all__ = ["DRIVER_ERRORS", "Database", "Result", "Writer", "open_database"]
+
+
+def _ops() -> Any:
+    """This engine's package of named operations (``agentbase.storage.sqlite``), imported by now."""
+    return sys.modules[__package__]
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:
@@ -113,9 +119,7 @@ class Writer:
     @property
     def ops(self) -> Any:
         """This engine's named operations (:mod:`agentbase.storage.sqlite`)."""
-        from . import sqlite
-
-        return sqlite
+        return _ops()
 
     async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         """Run a query inside the transaction and return every row (reads see the transaction's own writes)."""
@@ -339,9 +343,7 @@ class Database:
     @property
     def ops(self) -> Any:
         """This engine's named operations (:mod:`agentbase.storage.sqlite`), for reads on the reader connection."""
-        from . import sqlite
-
-        return sqlite
+        return _ops()
 
     async def fetchall(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         """Run a read query on the reader connection and return all rows.

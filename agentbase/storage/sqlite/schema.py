@@ -242,7 +242,7 @@ END;
 
 # Version 5: keyword text is NFKC-folded (index/fts.py ``fold``): recompute ``fts_text`` where folding changes it
 # (fullwidth Latin, halfwidth katakana, ligatures, ...); the update trigger re-indexes those rows. The function is
-# registered on the writer connection by storage/connection.py.
+# registered on the writer connection by storage/sqlite/connection.py.
 _V5 = """
 UPDATE entries SET fts_text = agentbase_fts_source(name, description, l2_full, tags)
 WHERE fts_text IS NOT agentbase_fts_source(name, description, l2_full, tags);
@@ -257,7 +257,7 @@ WHERE fts_text IS NOT agentbase_fts_source(name, description, l2_full, tags);
 #   duplicate check finds old entries again;
 # - profile facts carry the description of what they answer (a keyword key; their vectors follow on reindex);
 # - entity tags are re-normalised (typographic apostrophes written as ').
-# Keyword text is then recomputed where a description or tag changed it. The functions are in storage/sqlfuncs.py.
+# Keyword text is then recomputed where a description or tag changed it. The functions are in storage/sqlite/sqlfuncs.py.
 _V6 = """
 CREATE TEMP TABLE v6_speaker (message_id TEXT PRIMARY KEY, name TEXT NOT NULL);
 INSERT OR IGNORE INTO v6_speaker(message_id, name)
