@@ -37,7 +37,7 @@ async def adjust_stats(conn: Any, docs: int, tokens: int) -> None:
     inside the caller's transaction: writers on other connections update other rows, so none waits on a counter."""
     if docs or tokens:
         await conn.execute(f"UPDATE keyword_stats SET docs = docs + %s, tokens = tokens + %s "
-                           f"WHERE shard = pg_backend_pid() % {SHARDS}", (docs, tokens))
+                           f"WHERE shard = pg_backend_pid() %% {SHARDS}", (docs, tokens))
 
 
 async def corpus_stats(c: Any) -> tuple[int, float]:
