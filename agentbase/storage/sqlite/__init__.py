@@ -14,5 +14,7 @@ embedding cache, migrations) still lives in ``storage/entries.py``, ``storage/sq
 """
 
 from . import archives, checkpoints, graph, jobs, lifecycle, scopes, sessions, skills, traces
+from . import keyword  # noqa: E402  (the keyword leg)
 
 __all__ = ["archives", "checkpoints", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]
+__all__ += ["keyword"]
