@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,7 +24,7 @@ from ..index.vector import knn
 from ..models import SearchResult
 from ..ner import NON_TAG_LABELS
 from ..observability import Tracer
-from ..storage.entries import EntryView, entry_columns
+from ..storage.entries import EntryView
 from ..validation import clean_query
 from .filters import Filters
 from .fusion import max_rrf_score, ner_boost, norm_name, weighted_rrf
@@ -100,10 +99,8 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     summaries = {c["entry"].session_id: c for c in cands.values() if c["entry"].category == "summary"}
     if not turns and not summaries:
         return 0
-    owners = [(k, getattr(filters, k)) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)]
-    old = {r[0]: r[1] for r in await db.fetchall(
-        "SELECT e.id, e.superseded_by FROM entries e WHERE e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL "
-        "AND e.status = 'active' " + "".join(f"AND e.{k} = ? " for k, _ in owners), [str(v) for _, v in owners])}
+    owners = {k: getattr(filters, k) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)}
+    old = dict(await db.ops.retrieval.superseded_facts(db, owners))
     if not old:
         return 0
     by_id = {c["entry"].id: c for c in cands.values()}
@@ -116,9 +113,7 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
         return newer
 
     head = {fid: current(fid) for fid in old}
-    links = await db.fetchall(
-        "SELECT l.entry_id, l.session_id, l.message_seq FROM session_memory_links l WHERE l.kind = 'fact' "
-        "AND l.entry_id IN (SELECT value FROM json_each(?))", [json.dumps(list(old))])
+    links = await db.ops.retrieval.fact_links(db, list(old))
     stale: dict[int, dict[str, Any]] = {}
     for fid, sid, seq in links:
         now = by_id.get(head[fid])
@@ -187,7 +182,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         # Only the time is asked about ("what did I do last week"): its words match any text that says "last" or
         # "week", so both legs search inside the range instead, when it holds anything the filters pass.
         r_where, r_params = _ranged(p.filters, tr).where("e")
-        if await db.fetchone(f"SELECT 1 FROM entries e WHERE {r_where} LIMIT 1", r_params):
+        if await db.ops.retrieval.any_passing(db, r_where, r_params):
             where, params = r_where, r_params
         tracer.step("time_only", range_used=where == r_where)
     rankings: dict[str, list[int]] = {}
@@ -298,8 +293,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     # shape at most `rerank_pool` candidates.
     pool = max(cfg.rerank_pool, 5 * top_k_pool)
     rids = list(fused)[:pool]  # weighted_rrf returns the best first
-    rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
-                             f"({','.join('?' * len(rids))})", rids)
+    rows = await db.ops.retrieval.entry_rows(db, rids)
     entries = {row[0]: EntryView(row) for row in rows}
     # the scale: the legs that ran, but not a bonus leg (temporal, graph) that found nothing
     max_rrf = max_rrf_score(weights, cfg.rrf_k, [leg for leg, ids in rankings.items()
@@ -451,22 +445,7 @@ async def _neighbours(db: Any, cands: dict[int, dict[str, Any]], filters: Filter
     # conversation between people, the user of an assistant) and the query may see them; an assistant's answer
     # is not lifted (on LongMemEval it only added long replies: tokens@10 1,410 -> 1,610). A position is counted
     # before the role filter, so an assistant's turn between two user turns still counts as the turn between.
-    # Planned by hand: the next seqs are computed once per source (MATERIALIZED), and each target is reached from
-    # its session's links (CROSS JOIN fixes the order). Left to itself SQLite drove the lookup from the owner
-    # filter's index and re-ran the next-seq subquery per link row: 55 ms per find on a 10k-entry file, 0.2 now.
-    nxt = ("(SELECT MIN(l3.message_seq) FROM session_memory_links l3 WHERE l3.session_id = {sid} "
-           "AND l3.kind = 'turn' AND l3.message_seq > {seq})")
-    rows = await db.fetchall(
-        f"WITH n1 AS MATERIALIZED (SELECT q.rid AS qrid, l.session_id AS sid, "
-        f"{nxt.format(sid='l.session_id', seq='l.message_seq')} AS s1 FROM entries q "
-        f"JOIN session_memory_links l ON l.entry_id = q.id AND l.kind = 'turn' "
-        f"WHERE q.rid IN ({','.join('?' * len(sources))})), "
-        f"n2 AS MATERIALIZED (SELECT qrid, sid, s1, {nxt.format(sid='n1.sid', seq='n1.s1')} AS s2 FROM n1) "
-        f"SELECT n2.qrid, l2.message_seq = n2.s1, {entry_columns('e')} FROM n2 CROSS JOIN session_memory_links l2 "
-        f"CROSS JOIN entries e ON e.id = l2.entry_id "
-        f"WHERE l2.session_id = n2.sid AND l2.message_seq IN (n2.s1, n2.s2) AND l2.kind = 'turn' "
-        f"AND json_extract(e.metadata, '$.role') = 'user' AND {where}",
-        [*sources, *params])
+    rows = await db.ops.retrieval.following_user_turns(db, sources, where, params)
     views: dict[int, EntryView] = {}
     replies: dict[int, int] = {}
     following: dict[int, list[tuple[bool, int]]] = {}
