@@ -28,7 +28,7 @@ from .embeddings import create_embedder
 from .graph import RELATIONS_JOB
 from .errors import ConfigError, DimensionMismatchError, StorageError, UsageError, ValidationError
 from .index.matrix import VectorMatrix
-from .index.vector import VEC_TABLE, create_vec_table
+from .index.vector import VEC_TABLE
 from .ingest.worker import EmbeddingWorker, EnrichmentWorker, pending_jobs
 from .llm.usage import load_usage
 from .models import SearchResult, Trace, utcnow
@@ -355,7 +355,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
                                (str(dims), self.embedder.model_id))
             if self.db.vector_engine == "sqlite-vec":
-                await create_vec_table(conn, dims)
+                await conn.ops.vectors.create_index(conn, dims)
 
     @property
     def location(self) -> str:
@@ -648,7 +648,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
                 await conn.execute("INSERT INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
                                    (str(self.embedder.dims), self.embedder.model_id))
                 if db.vector_engine == "sqlite-vec":
-                    await create_vec_table(conn, int(self.embedder.dims))
+                    await conn.ops.vectors.create_index(conn, int(self.embedder.dims))
                 for row in rows:
                     await enqueue_job(conn, "embed", row[1], now)
                     jobs += 1

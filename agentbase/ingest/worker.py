@@ -27,7 +27,6 @@ from ..config import IngestSettings
 from ..errors import StorageError
 from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
-from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
 from ..storage.entries import SESSION_SUMMARY, requeue_session_summaries
 from ..timeutil import to_db_time
@@ -331,7 +330,7 @@ class EmbeddingWorker(JobWorker):
                         await conn.execute(
                             "INSERT OR REPLACE INTO embeddings(rid, model_id, dims, content_hash, vector, created_at)"
                             " VALUES (?, ?, ?, ?, ?, ?)", (row[1], model_id, dims, row[5], vec.tobytes(), stamp))
-                        await upsert_vector(conn, self.db.vector_engine, row[1], vec)
+                        await conn.ops.vectors.upsert(conn, self.db.vector_engine, row[1], vec)
                 await conn.ops.jobs.finish(conn, job_id, stamp)
             if summary_turn_mean:  # the mean follows the turns (a later commit, an edited turn)
                 done = {c[1] for c in claimed}
@@ -379,7 +378,7 @@ class EmbeddingWorker(JobWorker):
             await conn.execute("INSERT INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
                                (str(dims), model_id))
         if self.db.vector_engine == "sqlite-vec":
-            await create_vec_table(conn, dims)
+            await conn.ops.vectors.create_index(conn, dims)
 
     async def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
         model_id = self.embedder.model_id

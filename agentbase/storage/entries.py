@@ -12,7 +12,6 @@ import uuid
 from typing import Any
 
 from ..index.fts import fts_document
-from ..index.vector import delete_vector
 from ..models import ContextType, Entry, HistoryEvent, Scope
 from ..timeutil import from_db_time, to_db_time
 
@@ -273,7 +272,7 @@ async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engin
         # supersede it.
         await conn.execute("UPDATE entries SET fact_key = NULL WHERE rid = ?", (rid,))
         await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now)
-        await delete_vector(conn, engine, rid)
+        await conn.ops.vectors.delete(conn, engine, rid)
         if embed:
             await enqueue_job(conn, "embed", new.id, now)
     else:
@@ -299,7 +298,7 @@ async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, no
         for (old_id,) in replaced:
             await record_history(conn, old_id, "UPDATE", None, None, now,
                                  {"superseded_by": entry.superseded_by, "reason": f"{entry.id} deleted"})
-    await delete_vector(conn, engine, rid)
+    await conn.ops.vectors.delete(conn, engine, rid)
     await conn.ops.graph.forget_source(conn, entry.id)  # what was read from it goes with it
     await conn.execute("DELETE FROM entries WHERE rid = ?", (rid,))
     await conn.execute("DELETE FROM session_memory_links WHERE entry_id = ?", (entry.id,))
