@@ -37,11 +37,7 @@ from .observability import TraceBuffer, load_trace
 from .retrieval.filters import filters_from_kwargs as _filters
 from .retrieval.pipeline import FindParams, run_find
 from .storage import Database, open_database
-from .storage.entries import (
-    ENTRY_COLUMNS,
-    enqueue_job,
-    row_to_entry,
-)
+from .storage.entries import row_to_entry
 from .timeutil import parse_time, to_db_time
 from .validation import check_bool, check_id, check_limit, check_path
 
@@ -587,7 +583,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         from .index.fts import fts_document  # noqa: F401 - fts_text is recomputed through the entries repo
         from .storage.entries import _fts_source
 
-        rows = await db.fetchall(f"SELECT {ENTRY_COLUMNS} FROM entries")
+        rows = await db.ops.entries.all_rows(db)
         now = to_db_time(utcnow())
         async with db.transaction() as conn:
             await conn.ops.meta.rebuild_keyword_index(conn, [(row[0], _fts_source(row_to_entry(row))) for row in rows])
@@ -597,7 +593,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
                 if db.vector_engine == "sqlite-vec":
                     await create_vec_table(conn, int(self.embedder.dims))
                 for row in rows:
-                    await enqueue_job(conn, "embed", row[1], now)
+                    await conn.ops.jobs.enqueue(conn, "embed", row[1], now)
                     jobs += 1
         if self.embedder is not None:
             self.vector_error = None
