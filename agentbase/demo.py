@@ -108,7 +108,7 @@ async def run_demo(data: Path | None, db_path: str, questions: int, embedder: st
     ab = AgentBase(db_path, embedder=embedder) if embedder else AgentBase(db_path)
     async with ab:
         async with ab.db.transaction() as conn:
-            await conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", _DEMO_MARK)
+            await conn.ops.meta.set_value(conn, *_DEMO_MARK)
         stats = await ab.stats()
         console.print(Text("AgentBase demo", style="bold") + Text(f": {label}"))
         console.print(f"database {db_path}; embedder {stats['embedder']}; vector engine {stats['vector_engine']}; "

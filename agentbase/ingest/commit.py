@@ -25,8 +25,8 @@ from ..models import ContextType, Message, Scope, Session, utcnow
 from ..ner import TAG_PREFIX, entity_tags, tag_for
 from ..ner.base import mention_pattern
 from ..ner.vocative import drop_vocatives
-from ..storage.entries import (ENTRY_COLUMNS, SESSION_SUMMARY, entry_columns, enqueue_job, insert_entries, insert_entry,
-                               record_history, row_to_entry, set_derived_tags, update_entry_row)
+from ..storage.entries import (ENTRY_COLUMNS, SESSION_SUMMARY, entry_columns, insert_entries, insert_entry,
+                               row_to_entry, set_derived_tags, update_entry_row)
 from ..timeutil import from_db_time, to_db_time
 from ._text import cut_text
 from .dedup import content_hash, harden_confidence
@@ -157,7 +157,7 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
                            # read must not be undone (its turns would be read, and their facts hardened, again)
                            (last, last if enrich else row[1], to_db_time(now), session_id))
         if not enrich:
-            await enqueue_job(conn, ENRICH_JOB, session_id, to_db_time(now))
+            await conn.ops.jobs.enqueue(conn, ENRICH_JOB, session_id, to_db_time(now))
     return result
 
 
@@ -373,7 +373,7 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         for rid, old_id, old_text, _t in prev[len(newer):]:
             await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE rid = ?",
                                (entry.id, to_db_time(now), rid))
-            await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
+            await conn.ops.entries.record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
                                  {"superseded_by": entry.id})
             counts["facts_superseded"] += 1
     await insert_entry(conn, entry, fact_key=fact_key)

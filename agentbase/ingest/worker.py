@@ -28,7 +28,7 @@ from ..errors import StorageError
 from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
 from ..models import utcnow
-from ..storage.entries import SESSION_SUMMARY, requeue_session_summaries
+from ..storage.entries import SESSION_SUMMARY
 from ..timeutil import to_db_time
 from ._text import cut_text
 
@@ -334,7 +334,7 @@ class EmbeddingWorker(JobWorker):
                 await conn.ops.jobs.finish(conn, job_id, stamp)
             if summary_turn_mean:  # the mean follows the turns (a later commit, an edited turn)
                 done = {c[1] for c in claimed}
-                await requeue_session_summaries(
+                await conn.ops.entries.requeue_session_summaries(
                     conn, {by_id[t][7] for t in done if t in by_id and by_id[t][6] == "turn" and by_id[t][7]},
                     stamp, skip=done)
             await conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT MAX(seq) FROM vector_log) - ?",

@@ -38,7 +38,7 @@ from ..ingest.tiers import L0_MAX_CHARS, L1_MAX_CHARS, _truncate, lead
 from ..ingest.worker import JobWorker
 from ..models import ContextType, Scope, utcnow
 from ..storage.entries import (ENTRY_COLUMNS, RETRIEVAL_KEY, RETRIEVAL_KEY_FOR, _fts_source, delete_entry_row,
-                               entry_columns, enqueue_job, insert_entry, record_history, row_to_entry,
+                               entry_columns, insert_entry, row_to_entry,
                                update_entry_row)
 from ..timeutil import to_db_time
 from .client import parse_json_answer
@@ -87,7 +87,7 @@ async def enqueue_llm_jobs(ab: Any, conn: Any, session_id: str, turns: list[tupl
         if llm.use("facts") and role == "user":
             targets.append(f"facts:{entry_id}")
     for target in targets:
-        await enqueue_job(conn, LLM_JOB, target, now)
+        await conn.ops.jobs.enqueue(conn, LLM_JOB, target, now)
     return len(targets)
 
 
@@ -380,7 +380,7 @@ async def _facts_job(ab: Any, entry_id: str) -> bool:
                     continue
                 await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE rid = ?",
                                    (new_ids[0], stamp, rid))
-                await record_history(conn, old_id, "UPDATE", old_text, old_text, stamp,
+                await conn.ops.entries.record_history(conn, old_id, "UPDATE", old_text, old_text, stamp,
                                      {"superseded_by": new_ids[0], "reason": "replaced by the LLM's facts"})
     ab._notify()
     return True
