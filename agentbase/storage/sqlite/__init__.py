@@ -8,14 +8,14 @@ column order each function documents; turning them into models is the caller's (
 
 Groups moved here so far: ``graph``, ``scopes`` (heartbeats), ``lifecycle``, ``skills``, ``sessions`` (and
 messages), ``archives``, ``traces`` (and the debug views), ``checkpoints`` (LangGraph), the job queue (``jobs``),
-the embedding cache and vectors rows (``embeddings``),
+the session commit and LLM ingest jobs (``ingest``), the embedding cache and vectors rows (``embeddings``),
 plus the filter SQL (``filters``). The rest of the package's SQL (entries, the keyword and vector legs,
 migrations) still lives in ``storage/entries.py``, ``storage/sqlite/connection.py``,
 ``storage/sqlite/schema.py`` and the modules that use it, and moves group by group (issue 25).
 """
 
 from . import archives, checkpoints, graph, jobs, lifecycle, scopes, sessions, skills, traces
-from . import embeddings
+from . import embeddings, ingest
 
 __all__ = ["archives", "checkpoints", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]
-__all__ += ["embeddings"]
+__all__ += ["embeddings", "ingest"]
