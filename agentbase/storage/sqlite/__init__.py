@@ -10,8 +10,9 @@ Groups moved here so far: ``graph``, ``scopes`` (heartbeats), ``lifecycle``, ``s
 messages), ``archives``, ``traces`` (and the debug views), ``checkpoints`` (LangGraph), the job queue (``jobs``),
 the keyword leg (``keyword``), the vector leg, its index and the matrix's reads (``vectors``), find()'s other
 reads (``retrieval``), ``entries`` (entry rows, tags, history), ``meta`` (key/value facts, stats counts,
-index rebuilds), plus the filter SQL (``filters``). The rest of the package's SQL (the embedding cache,
-migrations) still lives in ``storage/sqlite/connection.py``,
+index rebuilds), the session commit and LLM ingest jobs (``ingest``), the embedding cache and vectors rows
+(``embeddings``), plus the filter SQL (``filters``). The rest of the package's SQL (migrations) lives in
+``storage/sqlite/connection.py``,
 ``storage/sqlite/schema.py`` and the modules that use it, and moves group by group (issue 25).
 """
 
@@ -20,9 +21,11 @@ from . import keyword  # (the keyword leg)
 from . import vectors  # (the vector leg, its index writes, the matrix's reads)
 from . import retrieval  # (find()'s other reads)
 from . import entries, meta
+from . import embeddings, ingest
 
 __all__ = ["archives", "checkpoints", "dump", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]
 __all__ += ["keyword"]
 __all__ += ["vectors"]
 __all__ += ["retrieval"]
 __all__ += ["entries", "meta"]
+__all__ += ["embeddings", "ingest"]
