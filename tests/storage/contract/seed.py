@@ -50,3 +50,25 @@ async def link(store: Any, session_id: str, entry_id: str, kind: str = "turn", m
     async with store.transaction() as c:
         await c.execute(sql(store, "INSERT INTO session_memory_links(session_id, entry_id, kind, message_seq) "
                                    "VALUES (?, ?, ?, ?)"), (session_id, entry_id, kind, message_seq))
+
+
+async def add_job(store: Any, kind: str, target: str, *, status: str = "pending", next_run_at: str = T0,
+                  attempts: int = 0) -> int:
+    """Insert one job row; returns its id."""
+    async with store.transaction() as c:
+        row = await c.fetchone(sql(store, "INSERT INTO jobs(kind, target, status, attempts, next_run_at, created_at, "
+                                          "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"),
+                               (kind, target, status, attempts, next_run_at, T0, T0))
+    return row[0]
+
+
+async def second_connection(store: Any) -> Any:
+    """Another open connection to the same database as ``store`` (its own pool or file handles), as a second
+    process would hold; close it after use."""
+    if getattr(store, "engine", "sqlite") == "postgres":
+        from agentbase.storage.postgres.connection import open_postgres
+
+        return await open_postgres(store.url)
+    from agentbase.storage import open_database
+
+    return await open_database(store.path)
