@@ -3,3 +3,4 @@ function names, same signatures and row shapes), reached through a :class:`~.con
 ``db.ops.<group>``. Install with ``pip install 'agentbase[postgres]'`` (psycopg 3, psycopg-pool, pgvector)."""
 from . import filters
 from . import jobs
+from . import scopes
