@@ -4,3 +4,4 @@ function names, same signatures and row shapes), reached through a :class:`~.con
 from . import filters
 from . import jobs
 from . import scopes
+from . import sessions
