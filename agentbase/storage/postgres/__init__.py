@@ -5,3 +5,4 @@ from . import filters
 from . import jobs
 from . import scopes
 from . import sessions
+from . import traces
