@@ -6,3 +6,4 @@ from . import jobs
 from . import scopes
 from . import sessions
 from . import traces
+from . import skills
