@@ -1,9 +1,10 @@
 """The PostgreSQL + pgvector engine's named operations, grouped as in ``storage/sqlite/`` (same module and
 function names, same signatures and row shapes), reached through a :class:`~.connection.PgDatabase` as
 ``db.ops.<group>``. Install with ``pip install 'agentbase[postgres]'`` (psycopg 3, psycopg-pool, pgvector)."""
-from . import filters
-from . import jobs
-from . import scopes
-from . import sessions
-from . import traces
-from . import skills
+
+from . import filters as filters
+from . import jobs as jobs
+from . import scopes as scopes
+from . import sessions as sessions
+from . import traces as traces
+from . import skills as skills

@@ -14,6 +14,6 @@ embedding cache, migrations) still lives in ``storage/entries.py``, ``storage/sq
 """
 
 from . import archives, checkpoints, graph, jobs, lifecycle, scopes, sessions, skills, traces
-from . import filters  # db.ops.filters: the engine's filter SQL
+from . import filters as filters  # db.ops.filters: the engine's filter SQL
 
 __all__ = ["archives", "checkpoints", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentbase.errors import ValidationError
 from agentbase.retrieval.filters import filters_from_kwargs
+from agentbase.scopes import visibility_clause
 
 from .seed import add_entry
 
@@ -109,6 +111,11 @@ async def test_visibility_alone(store, entries):
     sql, params = store.ops.filters.visibility({"agent_id": "a1", "user_id": "u1"}, "x")
     rows = await store.fetchall(f"SELECT x.id FROM entries x WHERE {sql} ORDER BY x.id", params)
     assert [r[0] for r in rows] == ["e1", "e2", "e5", "e6"]  # visibility alone keeps archived/superseded rows
+    sql, params = visibility_clause({"agent_id": "a1", "user_id": "u1"}, "x", store.ops)
+    rows = await store.fetchall(f"SELECT x.id FROM entries x WHERE {sql} ORDER BY x.id", params)
+    assert [r[0] for r in rows] == ["e1", "e2", "e5", "e6"]
+    with pytest.raises(ValidationError):
+        visibility_clause({"agent_id": "a1"}, "x; DROP TABLE entries", store.ops)
     sql, params = store.ops.filters.visibility({}, "x")
     assert params == []
     rows = await store.fetchall(f"SELECT x.id FROM entries x WHERE {sql} ORDER BY x.id", params)
