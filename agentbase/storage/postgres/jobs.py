@@ -10,6 +10,8 @@ What differs from SQLite, and why:
   twice. SQLite needs none of this: its single writer runs claims one after another.
 - Claimed rows come back ordered by id (SQLite returns them in the order its UPDATE visits them, which is id order
   there too).
+- A negative ``limit`` means no limit and a negative ``offset`` zero, as SQLite reads them (PostgreSQL would
+  reject them; :mod:`.sqlutil`).
 - ``postpone`` keeps the later time with ``GREATEST`` (SQLite's two-argument ``MAX``); times are fixed-width UTC
   text, so text order is time order under any collation.
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from .sqlutil import limit as _limit
 
 __all__ = ["any_due", "claim", "counts_by_status", "finish", "open_count", "postpone", "put_back", "release",
            "set_attempt"]
@@ -62,7 +66,7 @@ async def claim(conn: Any, kind: str, statuses: Sequence[str], now: str, lease_u
         "claimed AS (UPDATE jobs SET status = 'running', next_run_at = %s, updated_at = %s FROM picked "
         " WHERE jobs.id = picked.id RETURNING jobs.id, jobs.target, jobs.attempts) "
         "SELECT id, target, attempts FROM claimed ORDER BY id",
-        (kind, _statuses(statuses), now, limit, lease_until, now))
+        (kind, _statuses(statuses), now, _limit(limit), lease_until, now))
 
 
 async def release(conn: Any, job_ids: Sequence[int], now: str) -> int:

@@ -10,6 +10,8 @@ What differs from SQLite, and why:
   limit is needed.
 - ``session_rows`` breaks ``created_at`` ties by ``sessions.rid`` (an identity column standing for SQLite's
   implicit ``rowid``): last created first, as on SQLite.
+- A negative ``limit`` means no limit and a negative ``offset`` zero, as SQLite reads them (PostgreSQL would
+  reject them; :mod:`.sqlutil`).
 - ``enrichment_pending`` reads a boolean (PostgreSQL) where SQLite reads 0/1; both return a Python bool.
 - Several writers at once: ``create_session_row``/``ensure_session`` insert with ``ON CONFLICT DO NOTHING``, so two
   hosts creating one session both succeed and read the same row; ``delete_message_row`` reads and deletes in one
@@ -20,6 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from .sqlutil import limit as _limit
+from .sqlutil import offset as _offset
 
 __all__ = ["MESSAGE_COLUMNS", "SESSION_COLUMNS", "create_session_row", "delete_message_row", "delete_messages",
            "delete_session_rows", "enrichment_pending", "ensure_session", "insert_message_rows", "last_seq",
@@ -72,7 +77,7 @@ async def session_rows(c: Any, *, user_id: str | None, agent_id: str | None, lim
             sql += f" AND {key} = %s"
             params.append(value)
     return await c.fetchall(sql + " ORDER BY created_at DESC, rid DESC LIMIT %s OFFSET %s",
-                            [*params, limit, offset])
+                            [*params, _limit(limit), _offset(offset)])
 
 
 async def set_session_metadata(conn: Any, session_id: str, metadata_json: str, now: str) -> bool:
@@ -179,7 +184,7 @@ async def message_rows(c: Any, session_id: str, *, after_seq: int | None, before
     sql += " ORDER BY seq DESC" if order == "desc" else " ORDER BY seq ASC"
     if limit is not None:
         sql += " LIMIT %s"
-        params.append(limit)
+        params.append(_limit(limit))
     return await c.fetchall(sql, params)
 
 

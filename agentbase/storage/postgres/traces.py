@@ -9,6 +9,8 @@ What differs from SQLite, and why:
 
 - Tag text is compared and ordered with ``COLLATE "C"`` (code-point order), which is SQLite's BINARY order, so
   ties and ``a < b`` tag pairs come out the same whatever the database's default collation is.
+- A negative ``limit`` means no limit and a negative ``offset`` zero, as SQLite reads them (PostgreSQL would
+  reject them; :mod:`.sqlutil`).
 - ``stored_tag`` matches with ``lower(a) = lower(b)`` (SQLite: ``COLLATE NOCASE``), which uses the
   ``lower(tag)`` index; it also folds non-ASCII letters (``Ä``/``ä``), which SQLite's NOCASE leaves distinct.
 - The ``ner_`` prefix test is ``ILIKE 'ner\\_%'``: SQLite's LIKE ignores ASCII case, PostgreSQL's does not.
@@ -21,6 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from .sqlutil import limit as _limit
+from .sqlutil import offset as _offset
 
 __all__ = ["STEP_COLUMNS", "SUMMARY_COLUMNS", "TRACE_COLUMNS", "all_entities", "count_recalls", "entity_tag_counts",
            "entries_tagged", "insert_traces", "latest_relations", "session_memory_rows", "session_trace_summaries",
@@ -74,7 +79,7 @@ async def trace_row(c: Any, trace_id: str) -> tuple[tuple, list[tuple]] | None:
 async def trace_summaries(c: Any, limit: int, offset: int) -> list[tuple]:
     """Trace summaries, newest first (ties by id)."""
     return await c.fetchall(_SUMMARY + ' ORDER BY t.created_at DESC, t.id COLLATE "C" LIMIT %s OFFSET %s',
-                            (limit, offset))
+                            (_limit(limit), _offset(offset)))
 
 
 async def session_trace_summaries(c: Any, session_id: str, limit: int = 100) -> list[tuple]:
@@ -82,7 +87,7 @@ async def session_trace_summaries(c: Any, session_id: str, limit: int = 100) -> 
     return await c.fetchall(
         _SUMMARY + " WHERE EXISTS (SELECT 1 FROM jsonb_array_elements_text(t.result_ids::jsonb) j(value) "
         "JOIN session_memory_links l ON l.entry_id = j.value WHERE l.session_id = %s) "
-        "ORDER BY t.created_at DESC LIMIT %s", (session_id, limit))
+        "ORDER BY t.created_at DESC LIMIT %s", (session_id, _limit(limit)))
 
 
 async def session_memory_rows(c: Any, session_id: str) -> list[tuple]:
@@ -110,10 +115,10 @@ async def entity_tag_counts(c: Any, limit: int, *, with_tag: str | None = None) 
         return await c.fetchall(
             f"SELECT t2.tag, COUNT(*)::int FROM entry_tags t {_ACTIVE} JOIN entry_tags t2 ON t2.rid = t.rid "
             f'WHERE t.tag = %s AND t2.tag {_NER_TAG} GROUP BY t2.tag ORDER BY COUNT(*) DESC, t2.tag COLLATE "C" '
-            "LIMIT %s", (with_tag, limit))
+            "LIMIT %s", (with_tag, _limit(limit)))
     return await c.fetchall(
         f"SELECT t.tag, COUNT(*)::int FROM entry_tags t {_ACTIVE} WHERE t.tag {_NER_TAG} "
-        'GROUP BY t.tag ORDER BY COUNT(*) DESC, t.tag COLLATE "C" LIMIT %s', (limit,))
+        'GROUP BY t.tag ORDER BY COUNT(*) DESC, t.tag COLLATE "C" LIMIT %s', (_limit(limit),))
 
 
 async def all_entities(c: Any) -> list[tuple]:
@@ -124,7 +129,7 @@ async def all_entities(c: Any) -> list[tuple]:
 async def latest_relations(c: Any, limit: int = 2000) -> list[tuple]:
     """``(subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, confidence)``, newest first."""
     return await c.fetchall("SELECT subject_id, predicate, object_id, valid_from, valid_to, source_entry_id, "
-                            "confidence FROM relations ORDER BY created_at DESC LIMIT %s", (limit,))
+                            "confidence FROM relations ORDER BY created_at DESC LIMIT %s", (_limit(limit),))
 
 
 async def tag_pairs(c: Any, tags: Sequence[str], limit: int = 500) -> list[tuple[str, str, int]]:
@@ -136,7 +141,7 @@ async def tag_pairs(c: Any, tags: Sequence[str], limit: int = 500) -> list[tuple
         f"SELECT t.tag, t2.tag, COUNT(*)::int FROM entry_tags t {_ACTIVE} JOIN entry_tags t2 ON t2.rid = t.rid "
         'AND t.tag COLLATE "C" < t2.tag WHERE t.tag = ANY(%s::text[]) AND t2.tag = ANY(%s::text[]) '
         'GROUP BY t.tag, t2.tag ORDER BY COUNT(*) DESC, t.tag COLLATE "C", t2.tag COLLATE "C" LIMIT %s',
-        (list(tags), list(tags), limit))
+        (list(tags), list(tags), _limit(limit)))
 
 
 async def entries_tagged(c: Any, tag: str, limit: int = 50) -> list[tuple]:
@@ -145,4 +150,4 @@ async def entries_tagged(c: Any, tag: str, limit: int = 50) -> list[tuple]:
 
     return await c.fetchall(
         f"SELECT {entry_columns('e')} FROM entry_tags t {_ACTIVE} WHERE t.tag = %s "
-        "ORDER BY COALESCE(e.event_time, e.created_at) DESC LIMIT %s", (tag, limit))
+        "ORDER BY COALESCE(e.event_time, e.created_at) DESC LIMIT %s", (tag, _limit(limit)))

@@ -45,7 +45,8 @@ async def test_counts_and_due_checks(store):
 
 
 async def test_claim_takes_due_jobs_oldest_first_up_to_the_limit(store):
-    ids = [await add_job(store, "embed", f"t{i}", attempts=i) for i in range(4)]
+    ids = [await add_job(store, "embed", f"t{i}", attempts=i) for i in range(3)]
+    ids.append(await add_job(store, "embed", "t3 it's 100% ü?", attempts=3))
     late = await add_job(store, "embed", "late", next_run_at=LATER)
     deferred = await add_job(store, "embed", "def", status="deferred")
     await add_job(store, "other", "x")
@@ -55,12 +56,12 @@ async def test_claim_takes_due_jobs_oldest_first_up_to_the_limit(store):
     assert await _job(store, ids[0]) == ("running", 0, LEASE, None, NOW)
     async with store.transaction() as c:
         assert await c.ops.jobs.claim(c, "embed", ["pending", "deferred"], NOW, LEASE, 10) == [
-            (ids[3], "t3", 3), (deferred, "def", 0)]
+            (ids[3], "t3 it's 100% ü?", 3), (deferred, "def", 0)]
         assert await c.ops.jobs.claim(c, "embed", ["pending"], NOW, LEASE, 10) == []
     async with store.transaction() as c:  # an expired lease is claimed again when asked for 'running'
         assert [r[0] for r in await c.ops.jobs.claim(c, "embed", ["running"], LEASE, LATER, 1)] == [ids[0]]
         assert await c.ops.jobs.claim(c, "embed", ["pending"], LATER, LATER, 0) == []
-        assert await c.ops.jobs.claim(c, "embed", ["pending"], LATER, LATER, 5) == [(late, "late", 0)]
+        assert await c.ops.jobs.claim(c, "embed", ["pending"], LATER, LATER, -1) == [(late, "late", 0)]  # no limit
     assert await store.ops.jobs.open_count(store, "embed") == 6  # all six claimed: running
 
 

@@ -55,6 +55,8 @@ async def test_session_rows_filter_order_and_page(store):
     assert ids(await rows(store, user_id=None, agent_id=None, limit=2, offset=1)) == ["c", "b"]
     assert await rows(store, user_id="o'; --", agent_id=None, limit=10, offset=0) == []
     assert await rows(store, user_id=None, agent_id=None, limit=10, offset=10) == []
+    # SQLite's reading of a negative LIMIT (none) and OFFSET (zero), on both engines
+    assert ids(await rows(store, user_id=None, agent_id=None, limit=-1, offset=-3)) == ["d", "c", "b", "a"]
 
 
 async def test_metadata_touch_and_enrichment(store):
@@ -128,6 +130,8 @@ async def test_messages(store):
     assert seqs(await rows(store, "s1", after_seq=None, before_seq=3, order="desc", limit=None)) == [2, 1]
     assert seqs(await rows(store, "s1", after_seq=None, before_seq=None, order="desc", limit=2)) == [3, 2]
     assert seqs(await rows(store, "s1", after_seq=1, before_seq=3, order="asc", limit=5)) == [2]
+    assert seqs(await rows(store, "s1", after_seq=None, before_seq=None, order="desc", limit=-1)) == [3, 2, 1]
+    assert await rows(store, "s1", after_seq=None, before_seq=None, order="asc", limit=0) == []
     assert await rows(store, "nope", after_seq=None, before_seq=None, order="asc", limit=None) == []
     full = await store.ops.sessions.message_row(store, "s1", "s1-m2")
     assert full == ("s1-m2", "s1", 2, "user", weird, "bob", '[{"id": "t"}]', "t", "{}", T1)
@@ -190,3 +194,15 @@ async def test_two_connections_race_on_one_session_and_one_message(store):
     finally:
         await other.close()
     assert sum(g is not None for g in got) == 1  # only one deleter gets the row back
+
+
+async def test_id_lists_longer_than_one_sqlite_statement_takes(store):
+    async with store.transaction() as c:
+        await c.ops.sessions.create_session_row(c, "s1", None, None, None, "{}", T1)
+        await c.ops.sessions.insert_message_rows(c, [msg("s1", 3), msg("s1", 1), msg("s1", 2)])
+    asked = [f"free-{i}" for i in range(12_000)] + ["s1-m3"] + [f"more-{i}" for i in range(12_000)] + ["s1-m1",
+                                                                                                         "s1-m2"]
+    async with store.transaction() as c:
+        assert sorted(await c.ops.sessions.taken_message_ids(c, asked)) == ["s1-m1", "s1-m2", "s1-m3"]
+        assert await c.ops.sessions.taken_message_ids(c, asked, other_than="s1") == []
+    assert [r[0] for r in await store.ops.sessions.message_rows_by_id(store, asked)] == ["s1-m1", "s1-m2", "s1-m3"]

@@ -34,6 +34,7 @@ async def test_traces_steps_and_summaries(store):
                          ("t1", weird, T1, 12.5, '["e1"]', None, 2)]
     assert await store.ops.traces.trace_summaries(store, 1, 1) == summaries[1:2]
     assert await store.ops.traces.trace_summaries(store, 10, 5) == []
+    assert await store.ops.traces.trace_summaries(store, -1, -2) == summaries  # SQLite: no limit, offset 0
 
 
 async def test_session_trace_summaries_and_memories(store):
@@ -91,6 +92,7 @@ async def test_tag_views(store):
     # the ner_ prefix ignores ASCII case (SQLite LIKE), counts only active current entries, ties by tag
     assert await t.entity_tag_counts(store, 10) == [("ner_alice", 3), ("ner_bob", 2), ("NER_Carol", 1)]
     assert await t.entity_tag_counts(store, 1) == [("ner_alice", 3)]
+    assert len(await t.entity_tag_counts(store, -1)) == 3
     assert await t.entity_tag_counts(store, 10, with_tag="topic") == [("ner_alice", 1), ("ner_bob", 1)]
     assert await t.entity_tag_counts(store, 10, with_tag="Topic") == [("NER_Carol", 1), ("ner_alice", 1)]
     assert await t.entity_tag_counts(store, 10, with_tag="none") == []
@@ -101,6 +103,8 @@ async def test_tag_views(store):
     tagged = await t.entries_tagged(store, "ner_alice")
     assert [r[1] for r in tagged] == ["b", "c", "a"]  # newest event first; archived and superseded left out
     assert [r[1] for r in await t.entries_tagged(store, "ner_alice", 1)] == ["b"]
+    assert len(await t.entries_tagged(store, "ner_alice", -1)) == 3
+    assert len(await t.tag_pairs(store, ["ner_alice", "ner_bob", "NER_Carol"], limit=-1)) == 2
     assert await t.entries_tagged(store, "NER_ALICE") == []  # exact tag
 
 
@@ -129,3 +133,4 @@ async def test_graph_reads(store):
     assert [r[1] for r in rel] == ["knows_r2", "knows_r3", "knows_r1"]
     assert rel[0] == ("n1", "knows_r2", "n2", T1, None, "e1", 0.75)
     assert len(await store.ops.traces.latest_relations(store, 2)) == 2
+    assert len(await store.ops.traces.latest_relations(store, -1)) == 3
