@@ -72,3 +72,23 @@ async def second_connection(store: Any) -> Any:
     from agentbase.storage import open_database
 
     return await open_database(store.path)
+
+
+def assert_same_interface(group: str) -> None:
+    """The PostgreSQL module of ``group`` has every public function of the SQLite one, with the same signature, and
+    the same column-order constants (what engine-neutral callers rely on)."""
+    import importlib
+    import inspect
+
+    lite = importlib.import_module(f"agentbase.storage.sqlite.{group}")
+    pg = importlib.import_module(f"agentbase.storage.postgres.{group}")
+    for name, fn in vars(lite).items():
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != lite.__name__:
+            continue
+        other = getattr(pg, name, None)
+        assert other is not None, f"postgres.{group} lacks {name}"
+        assert inspect.signature(other) == inspect.signature(fn), f"{group}.{name} signatures differ"
+        assert inspect.iscoroutinefunction(other) == inspect.iscoroutinefunction(fn), f"{group}.{name}"
+    for name, value in vars(lite).items():
+        if name.isupper() and not name.startswith("_"):
+            assert getattr(pg, name, None) == value, f"{group}.{name} differs"

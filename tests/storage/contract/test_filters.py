@@ -9,7 +9,7 @@ from agentbase.errors import ValidationError
 from agentbase.retrieval.filters import filters_from_kwargs
 from agentbase.scopes import visibility_clause
 
-from .seed import add_entry
+from .seed import add_entry, assert_same_interface
 
 ROWS = {
     "e1": dict(tags=("a", "b"), user_id="u1", metadata={
@@ -129,3 +129,7 @@ async def test_metadata_holding_u0000(store, entries, engine):
     assert await _kept(store, {"metadata": {"n": 2}}) == expected
     assert await _kept(store, {"metadata": {"lang": "a\x00b"}}) == expected
     assert await _kept(store, {"metadata": {"lang": "a\x00b"}, "user_id": "u1"}) == ""
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    assert_same_interface("filters")

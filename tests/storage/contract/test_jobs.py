@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from .seed import T0, add_job, second_connection, sql
+from .seed import T0, add_job, assert_same_interface, second_connection, sql
 
 LATER = "2024-05-01T11:00:00.000000+00:00"
 LEASE = "2024-05-01T10:05:00.000000+00:00"
@@ -135,3 +135,7 @@ async def test_an_open_claim_is_skipped_not_waited_for(store, engine):
         await other.close()
     assert [r[0] for r in first] == ids[:2]
     assert [r[0] for r in second] == ids[2:]
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    assert_same_interface("jobs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .seed import add_session, second_connection
+from .seed import add_session, assert_same_interface, second_connection
 
 T1 = "2024-05-01T10:00:00.000000+00:00"
 T2 = "2024-05-01T10:01:00.000000+00:00"
@@ -70,3 +70,7 @@ async def test_concurrent_heartbeats_for_one_session_from_two_connections(store)
     assert all(r[0] == "s1" for r in rows)
     stored = await store.ops.scopes.heartbeats_since(store, T1, project_id=None, exclude_session_id=None)
     assert len(stored) == 1 and stored[0] in rows
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    assert_same_interface("scopes")

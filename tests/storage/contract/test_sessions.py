@@ -10,7 +10,7 @@ import pytest
 
 from agentbase.errors import StorageError
 
-from .seed import add_entry, link, second_connection, sql
+from .seed import add_entry, assert_same_interface, link, second_connection, sql
 
 T1 = "2024-05-01T10:00:00.000000+00:00"
 T2 = "2024-05-01T10:01:00.000000+00:00"
@@ -206,3 +206,7 @@ async def test_id_lists_longer_than_one_sqlite_statement_takes(store):
         assert sorted(await c.ops.sessions.taken_message_ids(c, asked)) == ["s1-m1", "s1-m2", "s1-m3"]
         assert await c.ops.sessions.taken_message_ids(c, asked, other_than="s1") == []
     assert [r[0] for r in await store.ops.sessions.message_rows_by_id(store, asked)] == ["s1-m1", "s1-m2", "s1-m3"]
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    assert_same_interface("sessions")

@@ -10,7 +10,7 @@ import pytest
 from agentbase.errors import StorageError, ValidationError
 from agentbase.retrieval.filters import filters_from_kwargs
 
-from .seed import add_entry, second_connection
+from .seed import add_entry, assert_same_interface, second_connection
 
 
 async def _skills(store):
@@ -95,3 +95,7 @@ async def test_name_rows_and_entry_rows(store):
     got = await store.ops.skills.entry_rows(store, ["k4", "nope", "k1"])
     assert sorted(r[1] for r in got) == ["k1", "k4"]
     assert await store.ops.skills.entry_rows(store, []) == []
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    assert_same_interface("skills")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .seed import add_entry, add_session, link, sql
+from .seed import add_entry, add_session, assert_same_interface, link, sql
 
 T1 = "2024-05-01T10:00:00.000000+00:00"
 T2 = "2024-05-01T10:01:00.000000+00:00"
@@ -134,3 +134,7 @@ async def test_graph_reads(store):
     assert rel[0] == ("n1", "knows_r2", "n2", T1, None, "e1", 0.75)
     assert len(await store.ops.traces.latest_relations(store, 2)) == 2
     assert len(await store.ops.traces.latest_relations(store, -1)) == 3
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    assert_same_interface("traces")
