@@ -1,4 +1,11 @@
 """The PostgreSQL + pgvector engine's named operations, grouped as in ``storage/sqlite/`` (same module and
 function names, same signatures and row shapes), reached through a :class:`~.connection.PgDatabase` as
 ``db.ops.<group>``. Install with ``pip install 'agentbase[postgres]'`` (psycopg 3, psycopg-pool, pgvector)."""
-from . import load  # noqa: E402,F401
+
+from . import filters as filters
+from . import jobs as jobs
+from . import scopes as scopes
+from . import sessions as sessions
+from . import traces as traces
+from . import skills as skills
+from . import load as load

@@ -22,6 +22,7 @@ from . import vectors  # (the vector leg, its index writes, the matrix's reads)
 from . import retrieval  # (find()'s other reads)
 from . import entries, meta
 from . import embeddings, ingest
+from . import filters as filters  # db.ops.filters: the engine's filter SQL
 
 __all__ = ["archives", "checkpoints", "dump", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]
 __all__ += ["keyword"]
