@@ -394,7 +394,7 @@ class EntriesAPI:
                                   "context_type, category or tags")
         await self._settle_for(owners={k: getattr(f, k) for k in OWNER_KEYS})
         db = await self._open()
-        where, params = f.where()
+        where, params = f.where("e", db.ops)
         now = to_db_time(utcnow())
         async with db.transaction() as conn:
             rows = await conn.ops.entries.rows_where(conn, (where, params))
@@ -421,7 +421,7 @@ class EntriesAPI:
             raise ValidationError("order must be 'asc' or 'desc'")
         check_int(offset, "offset", minimum=0)
         db = await self._open()
-        rows = await db.ops.entries.list_rows(db, _filters(filters).where(), order=order, limit=limit, offset=offset)
+        rows = await db.ops.entries.list_rows(db, _filters(filters).where("e", db.ops), order=order, limit=limit, offset=offset)
         return [row_to_entry(r) for r in rows]
 
     @bridged
@@ -435,7 +435,7 @@ class EntriesAPI:
             ValidationError: an unknown filter or a bad filter value.
         """
         db = await self._open()
-        return await db.ops.entries.count_where(db, _filters(filters).where())
+        return await db.ops.entries.count_where(db, _filters(filters).where("e", db.ops))
 
     @bridged
     async def history(self, entry_id: str) -> list[HistoryEvent]:

@@ -107,7 +107,7 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
     owners = Filters(user_id=filters.user_id, agent_id=filters.agent_id, project_id=filters.project_id,
                      session_id=filters.session_id, visible_to=filters.visible_to, include_archived=True,
                      exclude_superseded=False)
-    where, params = owners.where("e")
+    where, params = owners.where("e", db.ops)
     total, tagged = await db.ops.retrieval.tag_counts_in_latest(db, tags, where, params, sample)
     if not total:
         return query, []

@@ -174,14 +174,14 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     else:
         top_k_pool = top_k
     n = max(cfg.min_candidates, cfg.overfetch * top_k_pool)
-    where, params = p.filters.where("e")
+    where, params = p.filters.where("e", db.ops)
     tr = analysis.time_range
     in_span = tr is not None and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN
     time_only = in_span and all(_asks_nothing(t) for t in query_tokens(_without_spans(query, tr.spans)))
     if time_only:
         # Only the time is asked about ("what did I do last week"): its words match any text that says "last" or
         # "week", so both legs search inside the range instead, when it holds anything the filters pass.
-        r_where, r_params = _ranged(p.filters, tr).where("e")
+        r_where, r_params = _ranged(p.filters, tr).where("e", db.ops)
         if await db.ops.retrieval.any_passing(db, r_where, r_params):
             where, params = r_where, r_params
         tracer.step("time_only", range_used=where == r_where)
@@ -245,7 +245,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         # after it, so turns of that day reach the candidates even when other days match better. Relative words
         # alone ("recently", "last weekend") only re-weight (strategies): how far back they reach is a guess. An
         # open or long range ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
-        r_where, r_params = _ranged(p.filters, tr).where("e")
+        r_where, r_params = _ranged(p.filters, tr).where("e", db.ops)
         in_range, _ = await db.ops.keyword.search(db, tokens, r_where, r_params, n)
         rankings["temporal"] = [rid for rid, _ in in_range]
         if qvec is not None:
@@ -440,7 +440,7 @@ async def _neighbours(db: Any, cands: dict[int, dict[str, Any]], filters: Filter
         tracer.step("neighbours", candidates_in=len(cands), candidates_out=len(cands), questions=0, speakers=0,
                     lifted=0)
         return
-    where, params = filters.where("e")
+    where, params = filters.where("e", db.ops)
     # The two turns after each source (positions 1 and 2), when a person wrote them (role user: both speakers of a
     # conversation between people, the user of an assistant) and the query may see them; an assistant's answer
     # is not lifted (on LongMemEval it only added long replies: tokens@10 1,410 -> 1,610). A position is counted
