@@ -8,4 +8,6 @@ from . import scopes as scopes
 from . import sessions as sessions
 from . import traces as traces
 from . import skills as skills
+from . import keyword as keyword
+from . import vectors as vectors
 from . import load as load
