@@ -293,7 +293,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             if self.embedder is not None:
                 await self._check_dims()
                 cache_mb = self.settings.storage.vector_cache_mb
-                self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 else None
+                # the in-process matrix reads SQLite's vector log; PostgreSQL searches its HNSW index instead
+                self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 and db.engine == "sqlite" else None
                 self.worker = EmbeddingWorker(db, self.embedder, batch_size=self.settings.embedder.batch_size,
                                               max_chars=self.settings.embedder.max_chars,
                                               max_chunks=self.settings.embedder.max_chunks,
@@ -342,12 +343,12 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             self.vector_error = DimensionMismatchError(stored, dims, rows.get("vector_model", ""),
                                                        self.embedder.model_id)
             return
-        vec_table = self.db.vector_engine != "sqlite-vec" or await self.db.ops.meta.vec_table_exists(self.db)
+        vec_table = self.db.vector_engine == "numpy" or await self.db.ops.meta.vec_table_exists(self.db)
         if stored is not None and "vector_model" in rows and vec_table:
             return  # nothing to write: opening a file another process is writing to does not wait for its lock
         async with self.db.transaction() as conn:
             await conn.ops.meta.record_vector_model(conn, dims, self.embedder.model_id)
-            if self.db.vector_engine == "sqlite-vec":
+            if self.db.vector_engine != "numpy":  # sqlite-vec's table, pgvector's HNSW index
                 await conn.ops.vectors.create_index(conn, dims)
 
     @property
@@ -563,9 +564,11 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         """Counts and engine facts.
 
         Returns:
-            ``{"path", "schema_version", "driver", "vector_engine", "degrade_reason", "embedder", "vector_dims",
+            ``{"path" (the file, or the URL without its password), "engine" ("sqlite" or "postgres"),
+            "schema_version", "driver", "vector_engine", "degrade_reason", "embedder", "vector_dims",
             "ner", "entries" (by context_type), "sessions", "messages", "embeddings", "jobs" (by status),
-            "vector_cache" ({"rows", "mb"} of the in-process vector matrix, or None), "traces", "size_bytes",
+            "vector_cache" ({"rows", "mb"} of the in-process vector matrix, or None), "traces", "size_bytes" (the
+            file's, or the PostgreSQL database's),
             "llm"}``; ``"llm"`` is ``{"configured", "model", "by_purpose": {purpose: {"calls", "errors",
             "prompt_tokens", "completion_tokens", "latency_ms"}}, "total": {"calls", "errors", "prompt_tokens",
             "completion_tokens"}}``: the LLM calls recorded in this file by every process (docs/llm.md; tokens
@@ -577,7 +580,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         by_type = counts["entries"]
         jobs = await db.ops.jobs.counts_by_status(db)
         return {
-            "path": str(self.path), "schema_version": counts["schema_version"],
+            "path": self.location, "engine": db.engine, "schema_version": counts["schema_version"],
             "driver": db.driver, "vector_engine": db.vector_engine if self.embedder is not None else None,
             "degrade_reason": self.degrade_reason(),
             "embedder": getattr(self.embedder, "model_id", None),
@@ -589,7 +592,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             "vector_cache": {"rows": self.matrix.rows, "mb": round(self.matrix.nbytes / 1048576, 2)}
             if self.matrix is not None else None,
             "traces": counts["traces"],
-            "size_bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "size_bytes": counts.get("size_bytes", 0) if self.url is not None else
+            (self.path.stat().st_size if self.path.exists() else 0),
             "llm": {"configured": self.settings.llm.configured, "model": self.settings.llm.model,
                     **await load_usage(db, self._llm_calls)},
         }
@@ -629,7 +633,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             jobs = 0
             if self.embedder is not None:
                 await conn.ops.meta.reset_vectors(conn, self.embedder.dims, self.embedder.model_id)
-                if db.vector_engine == "sqlite-vec":
+                if db.vector_engine != "numpy":
                     await conn.ops.vectors.create_index(conn, int(self.embedder.dims))
                 for row in rows:
                     await conn.ops.jobs.enqueue(conn, "embed", row[1], now)

@@ -361,7 +361,7 @@ class EmbeddingWorker(JobWorker):
 
     async def _ensure_dims(self, conn: Any, dims: int, model_id: str) -> None:
         await conn.ops.embeddings.ensure_vector_meta(conn, dims, model_id)
-        if self.db.vector_engine == "sqlite-vec":
+        if self.db.vector_engine != "numpy":  # sqlite-vec's table, pgvector's HNSW index
             await conn.ops.vectors.create_index(conn, dims)
 
     async def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
