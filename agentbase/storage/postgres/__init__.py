@@ -9,3 +9,5 @@ from . import sessions as sessions
 from . import traces as traces
 from . import skills as skills
 from . import load as load
+from . import entries as entries
+from . import meta as meta
