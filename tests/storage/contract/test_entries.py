@@ -195,6 +195,34 @@ async def test_resource_rows_by_chunk_index_then_rid(store):
     assert await store.ops.entries.resource_rows(store, "doc://none", "u", None, None, None) == []
 
 
+async def test_metadata_holding_a_nul_escape(store, engine):
+    """Metadata text holding the JSON escape of U+0000 (which PostgreSQL's jsonb rejects) fails no query: SQLite
+    reads its keys; PostgreSQL reads it as having none (its chunk sorts first, its summary is not requeued)."""
+    res = dict(context_type="resource", uri="doc://nul")
+    await insert(store, entry("r1", metadata={"chunk_index": 1}, **res),
+                 entry("r3", metadata={"chunk_index": 3, "x": "a\x00b"}, **res),
+                 entry("r2", metadata={"chunk_index": 2}, **res),
+                 entry("sum", category="summary", session_id="s", metadata={"source": SESSION_SUMMARY, "x": "\x00"}))
+    got = [r[AT["id"]] for r in await store.ops.entries.resource_rows(store, "doc://nul", None, None, None, None)]
+    assert got == (["r1", "r2", "r3"] if engine == "sqlite" else ["r3", "r1", "r2"])
+    async with store.transaction() as c:
+        await c.ops.entries.requeue_session_summaries(c, {"s"}, T1)
+    assert [j[1] for j in await jobs_of(store)] == (["sum"] if engine == "sqlite" else [])
+
+
+async def test_nul_character_in_text(store, engine):
+    """SQLite stores a NUL character in entry text; PostgreSQL's text cannot hold one: StorageError, nothing
+    written (the entry API's validation is the place to refuse it on both)."""
+    if engine == "sqlite":
+        await insert(store, entry("n", l2_full="a\x00b"))
+        assert (await store.ops.entries.row_by_id(store, "n"))[AT["l2_full"]] == "a\x00b"
+        return
+    with pytest.raises(StorageError):
+        await insert(store, entry("ok"), entry("n", l2_full="a\x00b"))
+    assert await store.ops.entries.all_rows(store) == []
+    await check_keyword_stats(store, engine)
+
+
 async def test_filtered_rows_list_and_count(store):
     await insert(store, entry("a", created_at=T1, user_id="u1", tags=["t"]), entry("b", created_at=T2, user_id="u1"),
                  entry("c", created_at=T2, user_id="u2"), entry("d", created_at=T3, user_id="u1", status="archived"),
