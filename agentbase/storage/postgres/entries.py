@@ -30,6 +30,8 @@ What differs from SQLite, and why:
   skips duplicate tags with ``ON CONFLICT DO NOTHING`` (SQLite's ``INSERT OR IGNORE``).
 - Several writers at once: every statement here is a single row-locking write, and ``keyword_stats`` is sharded
   by backend (:mod:`.schema`), so concurrent inserts neither wait on one counter nor lose an update.
+- PostgreSQL's ``text`` cannot hold the character U+0000: an entry whose text, tags or ids hold one fails with
+  StorageError and nothing is written (SQLite stores it); the entry API's validation is the place to refuse it.
 - PostgreSQL's ``jobs`` group has no ``enqueue`` yet, so ``requeue_session_summaries`` re-arms embedding jobs with
   the same ``INSERT ... ON CONFLICT (kind, target) DO UPDATE`` statement as SQLite's ``jobs.enqueue``.
 """
