@@ -11,3 +11,5 @@ from . import skills as skills
 from . import keyword as keyword
 from . import vectors as vectors
 from . import load as load
+from . import entries as entries
+from . import meta as meta
