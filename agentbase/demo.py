@@ -78,7 +78,7 @@ _DEMO_MARK = ("created_by", "agentbase demo")
 
 def _is_demo_file(path: str) -> bool:
     """Whether ``path`` is an SQLite file holding the demo's mark (read-only check: nothing is created or changed)."""
-    from .storage.sqlite.meta import read_only_value
+    from .storage.sqlite.connection import read_only_value
 
     return read_only_value(path, _DEMO_MARK[0]) == _DEMO_MARK[1]
 

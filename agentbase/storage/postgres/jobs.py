@@ -104,3 +104,15 @@ async def put_back(conn: Any, due: Sequence[tuple[int, str]], now: str) -> None:
     if rows:
         await conn.executemany("UPDATE jobs SET status = 'pending', next_run_at = %s, updated_at = %s "
                                "WHERE id = %s AND status = 'running'", rows)
+
+
+async def enqueue(conn: Any, kind: str, target: str, now: str) -> None:
+    """Queue a job of ``kind`` for ``target`` due at ``now``, or re-arm the existing one (one row per (kind,
+    target): back to ``pending``, attempts and error cleared). One statement, so two hosts queueing the same job
+    at once leave one row."""
+    await conn.execute(
+        "INSERT INTO jobs(kind, target, status, attempts, next_run_at, created_at, updated_at) "
+        "VALUES (%s, %s, 'pending', 0, %s, %s, %s) "
+        "ON CONFLICT (kind, target) DO UPDATE SET status = 'pending', attempts = 0, "
+        "next_run_at = excluded.next_run_at, last_error = NULL, updated_at = excluded.updated_at",
+        (kind, target, now, now, now))

@@ -28,7 +28,7 @@ from ...errors import SchemaVersionError, StorageError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlfuncs import register as register_sql_functions
 
-__all__ = ["DRIVER_ERRORS", "Database", "Result", "Writer", "open_database"]
+__all__ = ["DRIVER_ERRORS", "Database", "Result", "Writer", "open_database", "read_only_value"]
 
 
 def _ops() -> Any:
@@ -444,3 +444,18 @@ async def open_database(path: str | Path, *, busy_timeout_s: float = 30.0, vecto
     db = Database(Path(path), busy_timeout_s, vector_engine, synchronous, mmap_mb)
     await db.open(migrate_to=migrate_to)
     return db
+
+
+def read_only_value(path: str | Path, key: str) -> str | None:
+    """``meta[key]`` of the SQLite file at ``path``, read through a read-only connection (``mode=ro``: no WAL switch,
+    no migration, no file created), or None when the file is absent, not a database or has no such key. For the
+    demo's check of a file it may replace, before anything opens it."""
+    try:
+        con = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)  # as_uri escapes # ? %
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return None if row is None else row[0]

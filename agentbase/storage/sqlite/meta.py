@@ -7,9 +7,7 @@ Values are text; times are DB time text (UTC).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 
@@ -84,17 +82,3 @@ async def counts(c: Any) -> dict[str, Any]:
         "traces": await scalar("SELECT COUNT(*) FROM retrieval_traces"),
     }
 
-
-def read_only_value(path: str | Path, key: str) -> str | None:
-    """``meta[key]`` of the SQLite file at ``path``, read through a read-only connection (``mode=ro``: no WAL switch,
-    no migration, no file created), or None when the file is absent, not a database or has no such key. For the
-    demo's check of a file it may replace, before anything opens it."""
-    try:
-        con = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)  # as_uri escapes # ? %
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return None
-    return None if row is None else row[0]
