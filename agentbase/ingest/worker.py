@@ -180,7 +180,7 @@ class JobWorker:
             StorageError: the update failed.
         """
         ids = list(self._claimed if job_ids is None else job_ids)
-        if not ids or self.db.writer is None:
+        if not ids or self.db.closed:
             return 0
         now = to_db_time(utcnow())
         async with self.db.transaction() as conn:
@@ -221,7 +221,7 @@ class JobWorker:
         Returns:
             Number of jobs processed (done or failed-and-rescheduled); 0 when nothing was due.
         """
-        if not self.enabled or self.exiting or self.db.writer is None:
+        if not self.enabled or self.exiting or self.db.closed:
             return 0
         now = utcnow()
         lease = to_db_time(now + timedelta(seconds=LEASE_S))

@@ -215,6 +215,11 @@ class PgDatabase:
             raise StorageError(f"write failed on {self.path}: {exc}") from exc
 
     @property
+    def closed(self) -> bool:
+        """True before :meth:`open` and after :meth:`close`."""
+        return self._pool is None
+
+    @property
     def ops(self) -> Any:
         """This engine's named operations (:mod:`agentbase.storage.postgres`)."""
         return _ops()

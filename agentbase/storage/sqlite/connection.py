@@ -343,6 +343,11 @@ class Database:
                         await writer.execute("PRAGMA synchronous = FULL")
 
     @property
+    def closed(self) -> bool:
+        """True before :meth:`open` and after :meth:`close`."""
+        return self.writer is None
+
+    @property
     def ops(self) -> Any:
         """This engine's named operations (:mod:`agentbase.storage.sqlite`), for reads on the reader connection."""
         return _ops()
