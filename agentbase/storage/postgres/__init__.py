@@ -3,3 +3,4 @@ function names, same signatures and row shapes), reached through a :class:`~.con
 ``db.ops.<group>``. Install with ``pip install 'agentbase[postgres]'`` (psycopg 3, psycopg-pool, pgvector)."""
 
 from . import checkpoints  # noqa: E402,F401
+from . import graph  # noqa: E402,F401
