@@ -4,3 +4,4 @@ function names, same signatures and row shapes), reached through a :class:`~.con
 
 from . import checkpoints  # noqa: E402,F401
 from . import graph  # noqa: E402,F401
+from . import lifecycle  # noqa: E402,F401
