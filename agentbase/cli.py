@@ -653,6 +653,28 @@ def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", h
     _out(out, True) if as_json else console.print(f"backup written to {out['path']} ({out['size_bytes']} bytes)")
 
 
+@app.command()
+def migrate(source: str = typer.Option(..., "--from", help="The AgentBase SQLite file to copy."),
+            target: str = typer.Option(..., "--to", help="postgresql://user:password@host/db (empty database)."),
+            as_json: bool = JsonOpt) -> None:
+    """Copy a SQLite file into an empty PostgreSQL database (everything; one transaction) and print the counts."""
+    from .storage import migrate_to_postgres
+    from .storage.postgres.connection import is_postgres_url, redact_url
+
+    src = _path(source, "--from")
+    if not is_postgres_url(target):
+        raise _fail(UsageError(f"--to must be a postgresql:// URL, got {target!r}"))
+    counts = _run(migrate_to_postgres(src, target))
+    if as_json:
+        _out({"from": str(src), "to": redact_url(target),
+              "tables": {t: {"source": a, "copied": b} for t, (a, b) in counts.items()}}, True)
+        return
+    table = Table("table", "source rows", "copied rows", title=f"{src} -> {redact_url(target)}")
+    for name, (a, b) in counts.items():
+        table.add_row(name, str(a), str(b))
+    console.print(table)
+
+
 @app.command("export")
 def export_cmd(file: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
     """Export everything (entries, history, sessions, graph, skills) to a portable tar archive."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import typing
 from pathlib import Path
 from typing import Any, Literal
@@ -69,7 +70,28 @@ class _Section(_CheckedAssignment, BaseModel):
 
 
 class StorageSettings(_Section):
-    """SQLite connection settings."""
+    """Where the data lives and how it is reached: a SQLite file (the default) or a PostgreSQL URL."""
+
+    # postgresql://user:password@host:port/db selects the PostgreSQL engine (docs/scale_out.md) when AgentBase()
+    # is given no path; a path given to AgentBase or --db wins. None: the SQLite file agentbase.db.
+    url: str | None = None
+    # PostgreSQL only: connections the pool keeps open / may open (psycopg_pool.AsyncConnectionPool)
+    pool_min_size: int = Field(default=1, ge=1, le=1024)
+    pool_max_size: int = Field(default=8, ge=1, le=1024)
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^postgres(ql)?://", value.strip(), re.IGNORECASE):
+            raise ValueError("storage.url must be a postgresql:// URL (a SQLite file is named by the path instead)")
+        return value
+
+    @model_validator(mode="after")
+    def _pool_bounds(self) -> "StorageSettings":
+        if self.pool_max_size < self.pool_min_size:
+            raise ValueError(f"storage.pool_max_size ({self.pool_max_size}) is below storage.pool_min_size "
+                             f"({self.pool_min_size})")
+        return self
 
     # seconds a writer waits for another process's lock before retrying
     busy_timeout_s: float = Field(default=30.0, ge=0, le=86_400)

@@ -37,6 +37,7 @@ from .observability import TraceBuffer, load_trace
 from .retrieval.filters import filters_from_kwargs as _filters
 from .retrieval.pipeline import FindParams, run_find
 from .storage import Database, open_database
+from .storage.postgres.connection import is_postgres_url, redact_url
 from .storage.entries import (
     ENTRY_COLUMNS,
     enqueue_job,
@@ -82,6 +83,14 @@ def _check_reranker(reranker: Any) -> Any:
     return reranker
 
 
+class _DefaultPath(str):
+    """The type of :data:`DEFAULT_PATH`: a str of its own, so ``path is DEFAULT_PATH`` is true only when the caller
+    gave no path (an explicit ``"agentbase.db"`` is another object and keeps meaning that file)."""
+
+
+DEFAULT_PATH = _DefaultPath("agentbase.db")  # opened when neither a path, a url nor storage.url is given
+
+
 class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI):
     """A context database in one SQLite file.
 
@@ -104,22 +113,41 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         ...     results = await db.find("Python preferences", top_k=5, user_id="alice")
     """
 
-    def __init__(self, path: str | Path = "agentbase.db", *, settings: Settings | Mapping[str, Any] | None = None,
-                 embedder: Any = None, config_file: str | Path | None = None, reranker: Any = None):
-        """Raises:
+    def __init__(self, path: str | Path = DEFAULT_PATH, *, settings: Settings | Mapping[str, Any] | None = None,
+                 embedder: Any = None, config_file: str | Path | None = None, reranker: Any = None,
+                 url: str | None = None):
+        """Args:
+            path: the SQLite file (created if absent), or a ``postgresql://user:password@host/db`` URL for the
+                PostgreSQL engine (docs/scale_out.md). Not given: ``url``, else ``storage.url`` of the settings,
+                else ``agentbase.db``.
+            url: the same as a URL ``path`` (give one of the two).
+
+        Raises:
             ConfigError: ``path`` is not a str or path, is empty, names a directory or asks for an in-memory
-                database (``":memory:"``; a name starting ``file:`` is a file of that name), ``settings`` is neither a
-                Settings nor a mapping of valid sections, ``embedder`` is neither a known provider name nor an
-                embedder object.
+                database (``":memory:"``; a name starting ``file:`` is a file of that name), both ``path`` and ``url``
+                are given, ``url`` is not a ``postgresql://`` URL, ``settings`` is neither a Settings nor a mapping of
+                valid sections, ``embedder`` is neither a known provider name nor an embedder object.
             ValidationError: ``reranker`` is not callable."""
-        name = str(check_path(path, error=ConfigError, empty_hint="name the database file (e.g. 'agentbase.db')"))
-        if name == ":memory:" or name.startswith("file::memory:"):
-            raise ConfigError("an in-memory database is not supported: name a file (a temporary one for tests)")
-        if Path(path).is_dir():
-            raise ConfigError(f"path {str(path)!r} is a directory: name the database file inside it")
         settings = _check_settings(settings, config_file)
+        if url is not None:
+            if path is not DEFAULT_PATH:
+                raise ConfigError("give path or url, not both")
+            if not is_postgres_url(url):
+                raise ConfigError(f"url must be a postgresql:// URL, got {url!r}")
+            path = url
+        if path is DEFAULT_PATH:
+            path = (settings or load_settings(config_file)).storage.url or str(DEFAULT_PATH)
+        #: the PostgreSQL URL (with its password, as given) when this AgentBase runs on PostgreSQL, else None
+        self.url: str | None = str(path).strip() if is_postgres_url(path) else None
+        if self.url is None:
+            name = str(check_path(path, error=ConfigError, empty_hint="name the database file (e.g. 'agentbase.db')"))
+            if name == ":memory:" or name.startswith("file::memory:"):
+                raise ConfigError("an in-memory database is not supported: name a file (a temporary one for tests)")
+            if Path(path).is_dir():
+                raise ConfigError(f"path {str(path)!r} is a directory: name the database file inside it")
         _check_embedder(embedder)
-        self.path = Path(path)
+        #: the SQLite file, or the PostgreSQL URL as given (``location`` is the form safe to show)
+        self.path: Any = Path(path) if self.url is None else self.url
         self.reranker = _check_reranker(reranker)
         if isinstance(embedder, str):
             settings = (settings or load_settings(config_file)).model_copy(deep=True)
@@ -238,10 +266,16 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
                     raise ConfigError(f"embedder.dims must be a positive int, got {dims!r}")
             self.embedder = embedder
             self._ensure_extractors()
-            db = await open_database(self.path, busy_timeout_s=self.settings.storage.busy_timeout_s,
-                                     vector_engine=self.settings.storage.vector_engine,
-                                     synchronous=self.settings.storage.synchronous,
-                                     mmap_mb=self.settings.storage.mmap_mb)
+            storage = self.settings.storage
+            if self.url is not None:
+                from .storage.postgres.connection import open_postgres
+
+                db = await open_postgres(self.url, busy_timeout_s=storage.busy_timeout_s,
+                                         pool_min=storage.pool_min_size, pool_max=storage.pool_max_size)
+            else:
+                db = await open_database(self.path, busy_timeout_s=storage.busy_timeout_s,
+                                         vector_engine=storage.vector_engine, synchronous=storage.synchronous,
+                                         mmap_mb=storage.mmap_mb)
             self.db = db
             self._pid = os.getpid()
             self.traces = TraceBuffer(db)
@@ -322,6 +356,12 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
                                (str(dims), self.embedder.model_id))
             if self.db.vector_engine == "sqlite-vec":
                 await create_vec_table(conn, dims)
+
+    @property
+    def location(self) -> str:
+        """Where the data lives, safe to show: the SQLite file's path, or the PostgreSQL URL with its password
+        replaced by ``***``."""
+        return str(self.path) if self.url is None else redact_url(self.url)
 
     @property
     def closed(self) -> bool:

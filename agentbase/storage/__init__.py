@@ -6,6 +6,7 @@ it holds (``db.ops.<group>``), never by importing the engine package.
 """
 
 from .sqlite.connection import DRIVER_ERRORS, Database, open_database
+from .migrate import migrate_to_postgres
 from .sqlite.schema import SCHEMA_VERSION
 
-__all__ = ["DRIVER_ERRORS", "SCHEMA_VERSION", "Database", "open_database"]
+__all__ = ["DRIVER_ERRORS", "SCHEMA_VERSION", "Database", "migrate_to_postgres", "open_database"]

@@ -133,8 +133,7 @@ class PgDatabase:
     async def _configure(self, conn: Any) -> None:
         from pgvector.psycopg import register_vector_async
 
-        with contextlib.suppress(Exception):  # the type exists once the schema (CREATE EXTENSION) does
-            await register_vector_async(conn)
+        await register_vector_async(conn)
         await conn.execute(f"SET statement_timeout = {int(self.busy_timeout_s * 1000)}")
         await conn.execute("SET lock_timeout = %s" % int(self.busy_timeout_s * 1000))
         await conn.commit()
@@ -150,11 +149,12 @@ class PgDatabase:
         psycopg, psycopg_pool = _driver()
         self._errors = (psycopg.Error, psycopg_pool.PoolTimeout)
         try:
+            # the schema first, on a connection of its own: pooled connections then all know the vector type
+            await self._migrate(psycopg, migrate_to)
             self._pool = psycopg_pool.AsyncConnectionPool(
                 self.url, min_size=self.pool_min, max_size=self.pool_max, open=False, timeout=self.busy_timeout_s,
                 configure=self._configure, kwargs={"autocommit": True})
             await self._pool.open(wait=True, timeout=self.busy_timeout_s)
-            await self._migrate(migrate_to)
         except self._errors as exc:
             await self.close()
             raise StorageError(f"cannot open {self.path}: {exc}") from exc
@@ -162,8 +162,10 @@ class PgDatabase:
             await self.close()
             raise
 
-    async def _migrate(self, target: int) -> None:
-        async with self._pool.connection() as conn:
+    async def _migrate(self, psycopg: Any, target: int) -> None:
+        conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True,
+                                                     connect_timeout=max(1, int(self.busy_timeout_s)))
+        async with conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 cur = await conn.execute("SELECT to_regclass('schema_version') IS NOT NULL")
@@ -183,12 +185,6 @@ class PgDatabase:
                     raise SchemaVersionError(
                         f"{self.path} has schema version {current}; this AgentBase creates PostgreSQL schemas at "
                         f"version {SCHEMA_VERSION} and has no upgrade from {current}")
-        # connections opened before the extension existed lack the vector type: start them afresh
-        await self._pool.check()
-        async with self._pool.connection() as conn:
-            from pgvector.psycopg import register_vector_async
-
-            await register_vector_async(conn)
 
     @contextlib.asynccontextmanager
     async def transaction(self, *, durable: bool = True) -> AsyncIterator[PgWriter]:

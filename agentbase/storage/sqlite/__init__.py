@@ -13,6 +13,6 @@ embedding cache, migrations) still lives in ``storage/entries.py``, ``storage/sq
 ``storage/sqlite/schema.py`` and the modules that use it, and moves group by group (issue 25).
 """
 
-from . import archives, checkpoints, graph, jobs, lifecycle, scopes, sessions, skills, traces
+from . import archives, checkpoints, dump, graph, jobs, lifecycle, scopes, sessions, skills, traces
 
-__all__ = ["archives", "checkpoints", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]
+__all__ = ["archives", "checkpoints", "dump", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]

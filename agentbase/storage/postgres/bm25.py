@@ -1,0 +1,92 @@
+"""BM25 on PostgreSQL, computed exactly as SQLite's FTS5 ``bm25()`` computes it, from statistics AgentBase keeps.
+
+PostgreSQL's ``ts_rank`` is not BM25 (it has no inverse document frequency), so the keyword leg scores with
+FTS5's formula (https://www.sqlite.org/fts5.html#the_bm25_function, ``fts5_aux.c``):
+
+    score(D) = - sum over query terms q of  idf(q) * f(q, D) * (k1 + 1) / (f(q, D) + k1 * (1 - b + b * |D| / avgdl))
+    idf(q)   = log((N - n(q) + 0.5) / (n(q) + 0.5)), replaced by 1e-6 when not positive
+    k1 = 1.2, b = 0.75
+
+with N the indexed entries, n(q) the entries holding q (counted through the GIN index), f(q, D) the term's
+positions in the entry's ``tsvector``, |D| = ``entries.doc_len`` and avgdl = total tokens / N from
+``keyword_stats``. Lower is better, as in FTS5; the caller's quantisation (``scale``) is applied in SQL the way
+the SQLite leg's ``CAST(bm25() * scale AS INTEGER)`` truncates, so ties break on rid identically.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .tokens import document_tokens, tsquery_literal, tsvector_literal
+
+__all__ = ["K1", "B", "adjust_stats", "corpus_stats", "doc_counts", "idf", "keyword_document", "ranked"]
+
+K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
+SHARDS = 16  # rows of keyword_stats (schema.KEYWORD_STAT_SHARDS)
+
+
+def keyword_document(fts_text: str) -> tuple[str, int]:
+    """``(tsvector input text, token count)`` of an entry's keyword text."""
+    tokens = document_tokens(fts_text)
+    return tsvector_literal(tokens), len(tokens)
+
+
+async def adjust_stats(conn: Any, docs: int, tokens: int) -> None:
+    """Add ``docs`` entries and ``tokens`` tokens (negative to remove) to this backend's ``keyword_stats`` row,
+    inside the caller's transaction: writers on other connections update other rows, so none waits on a counter."""
+    if docs or tokens:
+        await conn.execute(f"UPDATE keyword_stats SET docs = docs + %s, tokens = tokens + %s "
+                           f"WHERE shard = pg_backend_pid() %% {SHARDS}", (docs, tokens))
+
+
+async def corpus_stats(c: Any) -> tuple[int, float]:
+    """``(N, avgdl)``: indexed entries and mean tokens per entry (1.0 for an empty index)."""
+    row = await c.fetchone("SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0) FROM keyword_stats")
+    n, total = int(row[0]), int(row[1])
+    return n, (total / n if n > 0 and total > 0 else 1.0)
+
+
+async def doc_counts(c: Any, lexemes: list[str]) -> dict[str, int]:
+    """``{lexeme: entries holding it}``, one GIN-index count per lexeme in one statement."""
+    if not lexemes:
+        return {}
+    rows = await c.fetchall(
+        "SELECT t.i, (SELECT count(*) FROM entries WHERE fts @@ t.q::tsquery) "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, i)", ([tsquery_literal([x]) for x in lexemes],))
+    counts = {int(i): int(n) for i, n in rows}
+    return {lex: counts.get(i, 0) for i, lex in enumerate(lexemes, start=1)}
+
+
+def idf(n_rows: int, df: int) -> float:
+    """FTS5's inverse document frequency of a term held by ``df`` of ``n_rows`` entries."""
+    value = math.log((n_rows - df + 0.5) / (df + 0.5)) if n_rows > 0 else 0.0
+    return value if value > 0 else 1e-6
+
+
+async def ranked(c: Any, scored: dict[str, float], match: list[str], where: str, params: list[Any], n: int,
+                 avgdl: float, scale: float, *, within: list[str] | None = None,
+                 exclude: list[str] | None = None) -> list[tuple[int, int]]:
+    """The ``n`` best entries holding a lexeme of ``match`` (and one of ``within``, and none of ``exclude``, when
+    given) that pass the filter ``where``/``params`` (over ``entries AS e``), scored over every lexeme of
+    ``scored`` (``{lexeme: idf}``); ``[(rid, truncated score * scale)]``, best (lowest) first, ties by rid."""
+    if not match or n <= 0:
+        return []
+    narrow = " AND e.fts @@ %s::tsquery" if within else ""
+    drop = " AND NOT (e.fts @@ %s::tsquery)" if exclude else ""
+    lexemes = list(scored)
+    sql = (
+        "WITH q(lex, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
+        f"cand AS MATERIALIZED (SELECT e.rid, e.doc_len, e.fts FROM entries e WHERE e.fts @@ %s::tsquery{narrow}{drop} "
+        f"AND {where}) "
+        "SELECT c.rid, trunc(-SUM(q.idf * cardinality(u.positions) * %s "
+        "/ (cardinality(u.positions) + %s * (1 - %s + %s * c.doc_len / %s))) * %s)::bigint AS s "
+        "FROM cand c CROSS JOIN LATERAL unnest(c.fts) u JOIN q ON q.lex = u.lexeme "
+        "GROUP BY c.rid ORDER BY s, c.rid LIMIT %s")
+    args: list[Any] = [lexemes, [scored[x] for x in lexemes], tsquery_literal(match)]
+    if within:
+        args.append(tsquery_literal(within))
+    if exclude:
+        args.append(tsquery_literal(exclude))
+    args += [*params, K1 + 1.0, K1, B, B, float(avgdl), float(scale), int(n)]
+    return [(int(r[0]), int(r[1])) for r in await c.fetchall(sql, args)]
