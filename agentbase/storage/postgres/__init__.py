@@ -6,3 +6,4 @@ from . import load  # noqa: E402,F401
 from . import checkpoints  # noqa: E402,F401
 from . import graph  # noqa: E402,F401
 from . import lifecycle  # noqa: E402,F401
+from . import archives  # noqa: E402,F401
