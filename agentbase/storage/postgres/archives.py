@@ -27,7 +27,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...errors import StorageError
 from .bm25 import adjust_stats, keyword_document
+from .connection import redact_url
 from .graph import _graph_lock
 
 #: Columns that exist only to serve the database (rebuilt on import, never exported).
@@ -78,24 +80,29 @@ def snapshot(path: Any, driver: str, busy_timeout_s: float) -> dict[str, list[di
         member name -> rows (dicts of column name to stored value), for every member of :data:`EXPORTED_MEMBERS`.
 
     Raises:
-        psycopg.Error: the driver's errors (the caller reports them as StorageError).
+        StorageError: the server cannot be reached or a read failed (the SQLite engine lets its driver's errors
+            through for the caller to report; the caller's ``DRIVER_ERRORS`` are SQLite's, so this engine reports
+            them itself).
     """
     import psycopg
 
     del driver
     timeout = max(1, int(busy_timeout_s))
-    with psycopg.connect(str(path), connect_timeout=timeout) as conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        with conn.transaction():
-            conn.execute("SET LOCAL lock_timeout = %s" % max(1, int(busy_timeout_s * 1000)))
-            columns = [r[0] for r in conn.execute(_ENTRY_COLUMNS_SQL).fetchall()
-                       if r[0] not in DERIVED_ENTRY_COLUMNS]
-            out: dict[str, list[dict[str, Any]]] = {}
-            for member, sql in _EXPORTS.items():
-                cur = conn.execute(sql.format(columns=", ".join(f'e."{c}"' for c in columns)))
-                names = [d.name for d in cur.description]
-                out[member] = [dict(zip(names, row)) for row in cur.fetchall()]
+    try:
+        with psycopg.connect(str(path), connect_timeout=timeout) as conn:
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            conn.read_only = True
+            with conn.transaction():
+                conn.execute("SET LOCAL lock_timeout = %s" % max(1, int(busy_timeout_s * 1000)))
+                columns = [r[0] for r in conn.execute(_ENTRY_COLUMNS_SQL).fetchall()
+                           if r[0] not in DERIVED_ENTRY_COLUMNS]
+                out: dict[str, list[dict[str, Any]]] = {}
+                for member, sql in _EXPORTS.items():
+                    cur = conn.execute(sql.format(columns=", ".join(f'e."{c}"' for c in columns)))
+                    names = [d.name for d in cur.description]
+                    out[member] = [dict(zip(names, row)) for row in cur.fetchall()]
+    except psycopg.Error as exc:  # the caller's DRIVER_ERRORS are SQLite's: report it here, without the password
+        raise StorageError(f"export failed reading {redact_url(str(path))}: {exc}") from exc
     return out
 
 

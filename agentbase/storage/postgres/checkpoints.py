@@ -16,6 +16,8 @@ What differs from the SQLite engine, and why:
   further pages when Python turned candidates down).
   A metadata number filter compares as ``numeric`` against the value's ``repr`` (the same decimal text
   ``json.dumps`` writes), so ``1 == 1.0 == True`` as in Python and no float is rounded on the way.
+- Channel values and writes are written in key order, so two hosts writing overlapping keys lock them in the
+  same order and cannot deadlock.
 - Checkpoint ids and thread/namespace names are ordered and compared with ``COLLATE "C"`` (byte order, which is
   code point order in UTF-8): SQLite's ``BINARY`` order, whatever collation the database was created with, so
   "newest" and ``before_id`` pick the same checkpoints on both engines.
@@ -101,7 +103,8 @@ async def put_checkpoint(db: Any, *, thread_id: str, checkpoint_ns: str, checkpo
             await conn.executemany(
                 "INSERT INTO checkpoint_blobs(thread_id, checkpoint_ns, channel, version, type, value) "
                 f"VALUES (%s, %s, %s, %s, %s, %s) {_BLOB_UPSERT}",
-                [(thread_id, checkpoint_ns, ch, ver, t, bytes(v)) for ch, ver, t, v in blobs])
+                sorted(((thread_id, checkpoint_ns, ch, ver, t, bytes(v)) for ch, ver, t, v in blobs),
+                       key=lambda r: (r[2], r[3])))  # stable: of two values for one key the last still wins
 
 
 async def put_writes(db: Any, *, thread_id: str, checkpoint_ns: str, checkpoint_id: str,
@@ -115,10 +118,11 @@ async def put_writes(db: Any, *, thread_id: str, checkpoint_ns: str, checkpoint_
     Raises:
         StorageError: the driver failed (the transaction is rolled back).
     """
-    keep = [(thread_id, checkpoint_ns, checkpoint_id, w[0], w[1], w[2], w[3], bytes(w[4]), w[5])
-            for w in writes if w[1] >= 0]
-    replace = [(thread_id, checkpoint_ns, checkpoint_id, w[0], w[1], w[2], w[3], bytes(w[4]), w[5])
-               for w in writes if w[1] < 0]
+    # rows in key order, so concurrent writers lock the same keys in the same order (no deadlock)
+    keep = sorted(((thread_id, checkpoint_ns, checkpoint_id, w[0], w[1], w[2], w[3], bytes(w[4]), w[5])
+                   for w in writes if w[1] >= 0), key=lambda r: (r[3], r[4]))
+    replace = sorted(((thread_id, checkpoint_ns, checkpoint_id, w[0], w[1], w[2], w[3], bytes(w[4]), w[5])
+                      for w in writes if w[1] < 0), key=lambda r: (r[3], r[4]))
     marks = ", ".join(["%s"] * 9)
     async with db.transaction() as conn:
         if keep:

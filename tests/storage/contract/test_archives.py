@@ -206,3 +206,12 @@ async def test_the_same_data_snapshots_the_same_on_both_engines(store, engine, t
             assert sorted(a[member], key=str) == sorted(b[member], key=str), member
         else:
             assert a[member] == b[member], member
+
+
+def test_postgres_snapshot_of_an_unreachable_server_names_no_password():
+    from agentbase.errors import StorageError
+    from agentbase.storage.postgres import archives
+
+    with pytest.raises(StorageError) as err:
+        archives.snapshot("postgresql://agent:s3cret-pw@127.0.0.1:1/nodb", "psycopg", 1.0)
+    assert "s3cret-pw" not in str(err.value) and "***" in str(err.value)

@@ -251,3 +251,15 @@ async def test_limit_reads_past_candidates_python_turns_down(store):
     assert await ids(store, metadata_filter={"s": "a\x00b"}, limit=1) == ["c3"]
     assert await ids(store, metadata_filter={"s": "\x00"}) == ["c2"]
     assert await ids(store, metadata_filter={"k": "none"}, limit=2) == []
+
+
+async def test_one_call_with_a_key_twice_keeps_what_sqlite_keeps(store):
+    # blobs: the last value of a key wins (replace); writes with idx >= 0: the first wins (ignore)
+    await put(store, versions={"z": "1", "a": "1"}, blobs=[("z", "1", "j", b"first"), ("a", "1", "j", b"a"),
+                                                           ("z", "1", "j", b"last")])
+    await store.ops.checkpoints.put_writes(store, thread_id="t", checkpoint_ns="", checkpoint_id="c1", writes=[
+        ("task", 0, "ch", "j", b"first", ""), ("task", 0, "ch", "j", b"second", ""),
+        ("task", -2, "ch", "j", b"one", ""), ("task", -2, "ch", "j", b"two", "")])
+    got = await store.ops.checkpoints.get_checkpoint(store, "t", "", "c1")
+    assert got["blobs"] == {"z": ("j", b"last"), "a": ("j", b"a")}
+    assert got["writes"] == [("task", -2, "ch", "j", b"two", ""), ("task", 0, "ch", "j", b"first", "")]
