@@ -16,6 +16,13 @@ What differs from the SQLite engine, and why:
   further pages when Python turned candidates down).
   A metadata number filter compares as ``numeric`` against the value's ``repr`` (the same decimal text
   ``json.dumps`` writes), so ``1 == 1.0 == True`` as in Python and no float is rounded on the way.
+- A channel value is stored once per version and shared by later checkpoints, so deleting a checkpoint collects
+  the values nothing points at. With several hosts, a checkpoint another host is writing (not yet committed,
+  so invisible) may point at a value only a deleted checkpoint also pointed at: collected, it would be lost.
+  So a write (``put_checkpoint``, ``copy_thread``) holds a shared transaction-level advisory lock on its thread
+  (:data:`CHECKPOINT_LOCK`, ``hashtext(thread_id)``) and every delete holds it exclusively, taken first and in
+  sorted order: deletes wait for the writes in flight and see them, writes of other threads never wait. SQLite
+  gets the same from its single writer.
 - Channel values and writes are written in key order, so two hosts writing overlapping keys lock them in the
   same order and cannot deadlock.
 - Checkpoint ids and thread/namespace names are ordered and compared with ``COLLATE "C"`` (byte order, which is
@@ -68,6 +75,18 @@ def _row_to_dict(row: tuple) -> dict[str, Any]:
             "metadata": json.loads(metadata), "channel_versions": json.loads(versions), "created_at": created_at}
 
 
+#: First key of the transaction-level advisory locks on a thread's checkpoints ("agbc"; the second key is
+#: ``hashtext(thread_id)``). Writers take it shared, deleters exclusive: see the module docstring.
+CHECKPOINT_LOCK = 0x61676263
+
+
+async def _lock_threads(conn: Any, thread_ids: Sequence[str], *, shared: bool) -> None:
+    """Hold the advisory lock of each thread until COMMIT, in sorted order (two deleters cannot deadlock)."""
+    fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    for thread_id in sorted(set(thread_ids)):
+        await conn.execute(f"SELECT {fn}(%s, hashtext(%s))", (CHECKPOINT_LOCK, thread_id))
+
+
 async def _gc_blobs(conn: Any, thread_ids: Sequence[str]) -> None:
     """Delete the channel values of ``thread_ids`` that no remaining checkpoint of their namespace points at."""
     if not thread_ids:
@@ -94,6 +113,7 @@ async def put_checkpoint(db: Any, *, thread_id: str, checkpoint_ns: str, checkpo
         StorageError: the driver failed (the transaction is rolled back).
     """
     async with db.transaction() as conn:
+        await _lock_threads(conn, [thread_id], shared=True)
         await conn.execute(
             f"INSERT INTO checkpoints({_CP_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET {_CP_UPDATE}",
@@ -256,6 +276,7 @@ async def delete_threads(db: Any, thread_ids: Sequence[str]) -> int:
     if not ids:
         return 0
     async with db.transaction() as conn:
+        await _lock_threads(conn, ids, shared=False)
         deleted = (await conn.execute("DELETE FROM checkpoints WHERE thread_id = ANY(%s)", (ids,))).rowcount
         await conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = ANY(%s)", (ids,))
         await conn.execute("DELETE FROM checkpoint_blobs WHERE thread_id = ANY(%s)", (ids,))
@@ -267,6 +288,7 @@ async def delete_checkpoints(db: Any, thread_id: str, checkpoint_ns: str, checkp
     at any more; return the checkpoints deleted."""
     ids = list(checkpoint_ids)
     async with db.transaction() as conn:
+        await _lock_threads(conn, [thread_id], shared=False)
         await conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s "
                            "AND checkpoint_id = ANY(%s)", (thread_id, checkpoint_ns, ids))
         deleted = (await conn.execute("DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s "
@@ -282,6 +304,9 @@ async def delete_runs(db: Any, run_ids: Sequence[str]) -> int:
     if not ids:
         return 0
     async with db.transaction() as conn:
+        threads = [r[0] for r in await conn.fetchall(
+            "SELECT DISTINCT thread_id FROM checkpoints WHERE run_id = ANY(%s)", (ids,))]
+        await _lock_threads(conn, threads, shared=False)
         rows = await conn.fetchall("DELETE FROM checkpoints WHERE run_id = ANY(%s) "
                                    "RETURNING thread_id, checkpoint_ns, checkpoint_id", (ids,))
         if rows:
@@ -289,6 +314,8 @@ async def delete_runs(db: Any, run_ids: Sequence[str]) -> int:
                 "DELETE FROM checkpoint_writes AS w USING unnest(%s::text[], %s::text[], %s::text[]) AS d(t, n, i) "
                 "WHERE w.thread_id = d.t AND w.checkpoint_ns = d.n AND w.checkpoint_id = d.i",
                 ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]))
+            late = {r[0] for r in rows} - set(threads)  # a thread that got a checkpoint of these runs meanwhile
+            await _lock_threads(conn, sorted(late), shared=False)
             await _gc_blobs(conn, sorted({r[0] for r in rows}))
     return len(rows)
 
@@ -297,6 +324,7 @@ async def copy_thread(db: Any, source: str, target: str) -> int:
     """Copy every checkpoint, channel value and write of thread ``source`` to thread ``target`` (same ids; rows
     the target already has under those keys are replaced); return the checkpoints copied."""
     async with db.transaction() as conn:
+        await _lock_threads(conn, [source, target], shared=True)
         copied = (await conn.execute(
             f"INSERT INTO checkpoints({_CP_COLS}) SELECT %s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
             "type, checkpoint, metadata, channel_versions, run_id, created_at FROM checkpoints WHERE thread_id = %s "
@@ -323,6 +351,7 @@ async def prune_threads(db: Any, thread_ids: Sequence[str], *, keep_latest: bool
     if not ids:
         return 0
     async with db.transaction() as conn:
+        await _lock_threads(conn, ids, shared=False)
         # the newest checkpoint of each (thread, namespace) now; a checkpoint another host adds meanwhile is newer
         # still and is kept (only ids below the newest seen here are deleted)
         newest = await conn.fetchall(

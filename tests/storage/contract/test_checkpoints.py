@@ -300,3 +300,77 @@ async def test_random_filters_give_the_same_checkpoints_on_both_engines(store, e
         assert found >= 30  # the filters do match things (not 150 empty listings)
     finally:
         await lite.close()
+
+
+async def test_prune_on_one_host_never_drops_what_another_host_adds(store, engine):
+    """Two connections (two hosts on PostgreSQL, two processes' handles on SQLite): one keeps adding newer
+    checkpoints with their writes while the other prunes; the newest and its writes always survive."""
+    if engine == "postgres":
+        from agentbase.storage.postgres.connection import open_postgres
+
+        other = await open_postgres(store.url)
+    else:
+        from agentbase.storage import open_database
+
+        other = await open_database(store.path)
+    try:
+        async def writer() -> None:
+            for i in range(40):
+                cid = f"c{i:03d}"
+                await put(other, cid=cid, versions={"a": cid}, blobs=[("a", cid, "j", cid.encode())])
+                await other.ops.checkpoints.put_writes(other, thread_id="t", checkpoint_ns="", checkpoint_id=cid,
+                                                       writes=[("task", 0, "a", "j", cid.encode(), "")])
+
+        async def pruner() -> int:
+            n = 0
+            for _ in range(25):
+                n += await store.ops.checkpoints.prune_threads(store, ["t"], keep_latest=True)
+                await asyncio.sleep(0)
+            return n
+
+        _none, pruned = await asyncio.gather(writer(), pruner())
+        pruned += await store.ops.checkpoints.prune_threads(store, ["t"], keep_latest=True)
+        assert pruned == 39
+        got = await store.ops.checkpoints.get_checkpoint(store, "t", "", None)
+        assert (got["checkpoint_id"], got["blobs"], got["writes"]) == (
+            "c039", {"a": ("j", b"c039")}, [("task", 0, "a", "j", b"c039", "")])
+        assert (await count(store, "checkpoints"), await count(store, "checkpoint_blobs"),
+                await count(store, "checkpoint_writes")) == (1, 1, 1)
+    finally:
+        await other.close()
+
+
+async def test_delete_waits_for_a_checkpoint_in_flight_that_shares_a_value(store, engine):
+    """Host A writes c2, which points at the value c1 stored, and commits late; host B deletes c1 meanwhile. The
+    value must survive: c2 points at it once committed (SQLite: B waits for A's write lock)."""
+    import contextlib
+
+    if engine == "postgres":
+        from agentbase.storage.postgres.connection import open_postgres
+
+        other = await open_postgres(store.url)
+    else:
+        from agentbase.storage import open_database
+
+        other = await open_database(store.path)
+    try:
+        await put(store, cid="c1", versions={"a": "1"}, blobs=[("a", "1", "j", b"shared value")])
+        plain = other.transaction
+
+        @contextlib.asynccontextmanager
+        async def late_commit(**kw):
+            async with plain(**kw) as c:
+                yield c
+                started.set()
+                await asyncio.sleep(0.3)  # the write is done, its COMMIT comes later
+
+        started = asyncio.Event()
+        other.transaction = late_commit
+        writing = asyncio.create_task(put(other, cid="c2", parent="c1", versions={"a": "1"}))
+        await started.wait()
+        assert await store.ops.checkpoints.delete_checkpoints(store, "t", "", ["c1"]) == 1
+        await writing
+        got = await store.ops.checkpoints.get_checkpoint(store, "t", "", None)
+        assert (got["checkpoint_id"], got["blobs"]) == ("c2", {"a": ("j", b"shared value")})
+    finally:
+        await other.close()
