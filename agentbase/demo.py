@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -78,16 +77,10 @@ _DEMO_MARK = ("created_by", "agentbase demo")
 
 
 def _is_demo_file(path: str) -> bool:
-    """Whether ``path`` is an SQLite file holding the demo's mark (read-only check)."""
-    try:
-        con = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)  # as_uri escapes # ? %
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = ?", (_DEMO_MARK[0],)).fetchone()
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return False
-    return row is not None and row[0] == _DEMO_MARK[1]
+    """Whether ``path`` is an SQLite file holding the demo's mark (read-only check: nothing is created or changed)."""
+    from .storage.sqlite.meta import read_only_value
+
+    return read_only_value(path, _DEMO_MARK[0]) == _DEMO_MARK[1]
 
 
 async def run_demo(data: Path | None, db_path: str, questions: int, embedder: str | None, console: Any,
@@ -108,7 +101,7 @@ async def run_demo(data: Path | None, db_path: str, questions: int, embedder: st
     ab = AgentBase(db_path, embedder=embedder) if embedder else AgentBase(db_path)
     async with ab:
         async with ab.db.transaction() as conn:
-            await conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", _DEMO_MARK)
+            await conn.ops.meta.set_value(conn, *_DEMO_MARK)
         stats = await ab.stats()
         console.print(Text("AgentBase demo", style="bold") + Text(f": {label}"))
         console.print(f"database {db_path}; embedder {stats['embedder']}; vector engine {stats['vector_engine']}; "

@@ -28,7 +28,6 @@ from .embeddings import create_embedder
 from .graph import RELATIONS_JOB
 from .errors import ConfigError, DimensionMismatchError, StorageError, UsageError, ValidationError
 from .index.matrix import VectorMatrix
-from .index.vector import VEC_TABLE, create_vec_table
 from .ingest.worker import EmbeddingWorker, EnrichmentWorker, pending_jobs
 from .llm.usage import load_usage
 from .models import SearchResult, Trace, utcnow
@@ -37,12 +36,8 @@ from .observability import TraceBuffer, load_trace
 from .retrieval.filters import filters_from_kwargs as _filters
 from .retrieval.pipeline import FindParams, run_find
 from .storage import Database, open_database
+from .storage.entries import row_to_entry
 from .storage.postgres.connection import is_postgres_url, redact_url
-from .storage.entries import (
-    ENTRY_COLUMNS,
-    enqueue_job,
-    row_to_entry,
-)
 from .timeutil import parse_time, to_db_time
 from .validation import check_bool, check_id, check_limit, check_path
 
@@ -298,7 +293,8 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             if self.embedder is not None:
                 await self._check_dims()
                 cache_mb = self.settings.storage.vector_cache_mb
-                self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 else None
+                # the in-process matrix reads SQLite's vector log; PostgreSQL searches its HNSW index instead
+                self.matrix = VectorMatrix(cache_mb * 1024 * 1024) if cache_mb > 0 and db.engine == "sqlite" else None
                 self.worker = EmbeddingWorker(db, self.embedder, batch_size=self.settings.embedder.batch_size,
                                               max_chars=self.settings.embedder.max_chars,
                                               max_chunks=self.settings.embedder.max_chunks,
@@ -339,7 +335,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
     async def _check_dims(self) -> None:
         """Record the embedder's dimension on first use and create the vector table; flag a mismatch."""
         assert self.db is not None
-        rows = dict(await self.db.fetchall("SELECT key, value FROM meta WHERE key IN ('vector_dims','vector_model')"))
+        rows = await self.db.ops.meta.vector_meta(self.db)
         stored = int(rows["vector_dims"]) if "vector_dims" in rows else None
         dims = int(self.embedder.dims)
         self.vector_error = None
@@ -347,15 +343,13 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             self.vector_error = DimensionMismatchError(stored, dims, rows.get("vector_model", ""),
                                                        self.embedder.model_id)
             return
-        vec_table = self.db.vector_engine != "sqlite-vec" or bool(await self.db.fetchall(
-            "SELECT 1 FROM sqlite_master WHERE name = ?", (VEC_TABLE,)))
+        vec_table = self.db.vector_engine == "numpy" or await self.db.ops.meta.vec_table_exists(self.db)
         if stored is not None and "vector_model" in rows and vec_table:
             return  # nothing to write: opening a file another process is writing to does not wait for its lock
         async with self.db.transaction() as conn:
-            await conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
-                               (str(dims), self.embedder.model_id))
-            if self.db.vector_engine == "sqlite-vec":
-                await create_vec_table(conn, dims)
+            await conn.ops.meta.record_vector_model(conn, dims, self.embedder.model_id)
+            if self.db.vector_engine != "numpy":  # sqlite-vec's table, pgvector's HNSW index
+                await conn.ops.vectors.create_index(conn, dims)
 
     @property
     def location(self) -> str:
@@ -570,9 +564,11 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         """Counts and engine facts.
 
         Returns:
-            ``{"path", "schema_version", "driver", "vector_engine", "degrade_reason", "embedder", "vector_dims",
+            ``{"path" (the file, or the URL without its password), "engine" ("sqlite" or "postgres"),
+            "schema_version", "driver", "vector_engine", "degrade_reason", "embedder", "vector_dims",
             "ner", "entries" (by context_type), "sessions", "messages", "embeddings", "jobs" (by status),
-            "vector_cache" ({"rows", "mb"} of the in-process vector matrix, or None), "traces", "size_bytes",
+            "vector_cache" ({"rows", "mb"} of the in-process vector matrix, or None), "traces", "size_bytes" (the
+            file's, or the PostgreSQL database's),
             "llm"}``; ``"llm"`` is ``{"configured", "model", "by_purpose": {purpose: {"calls", "errors",
             "prompt_tokens", "completion_tokens", "latency_ms"}}, "total": {"calls", "errors", "prompt_tokens",
             "completion_tokens"}}``: the LLM calls recorded in this file by every process (docs/llm.md; tokens
@@ -580,27 +576,24 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         """
         db = await self._open()
         await self._drain_background()
-
-        async def scalar(sql: str) -> Any:
-            row = await db.fetchone(sql)
-            return row[0] if row else None
-        by_type = dict(await db.fetchall("SELECT context_type, COUNT(*) FROM entries GROUP BY context_type"))
+        counts = await db.ops.meta.counts(db)
+        by_type = counts["entries"]
         jobs = await db.ops.jobs.counts_by_status(db)
         return {
-            "path": str(self.path), "schema_version": await scalar("SELECT MAX(version) FROM schema_version"),
+            "path": self.location, "engine": db.engine, "schema_version": counts["schema_version"],
             "driver": db.driver, "vector_engine": db.vector_engine if self.embedder is not None else None,
             "degrade_reason": self.degrade_reason(),
             "embedder": getattr(self.embedder, "model_id", None),
-            "vector_dims": await scalar("SELECT CAST(value AS INTEGER) FROM meta WHERE key='vector_dims'"),
+            "vector_dims": counts["vector_dims"],
             "ner": getattr(self.extractor, "name", None), "entries": by_type,
             "entries_total": sum(by_type.values()),
-            "sessions": await scalar("SELECT COUNT(*) FROM sessions"),
-            "messages": await scalar("SELECT COUNT(*) FROM messages"),
-            "embeddings": await scalar("SELECT COUNT(*) FROM embeddings"), "jobs": jobs,
+            "sessions": counts["sessions"], "messages": counts["messages"], "embeddings": counts["embeddings"],
+            "jobs": jobs,
             "vector_cache": {"rows": self.matrix.rows, "mb": round(self.matrix.nbytes / 1048576, 2)}
             if self.matrix is not None else None,
-            "traces": await scalar("SELECT COUNT(*) FROM retrieval_traces"),
-            "size_bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "traces": counts["traces"],
+            "size_bytes": counts.get("size_bytes", 0) if self.url is not None else
+            (self.path.stat().st_size if self.path.exists() else 0),
             "llm": {"configured": self.settings.llm.configured, "model": self.settings.llm.model,
                     **await load_usage(db, self._llm_calls)},
         }
@@ -633,24 +626,17 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         from .index.fts import fts_document  # noqa: F401 - fts_text is recomputed through the entries repo
         from .storage.entries import _fts_source
 
-        rows = await db.fetchall(f"SELECT {ENTRY_COLUMNS} FROM entries")
+        rows = await db.ops.entries.all_rows(db)
         now = to_db_time(utcnow())
         async with db.transaction() as conn:
-            for row in rows:
-                await conn.execute("UPDATE entries SET fts_text = ? WHERE rid = ?",
-                                   (_fts_source(row_to_entry(row)), row[0]))
-            await conn.execute("INSERT INTO entries_fts(entries_fts) VALUES ('rebuild')")
+            await conn.ops.meta.rebuild_keyword_index(conn, [(row[0], _fts_source(row_to_entry(row))) for row in rows])
             jobs = 0
             if self.embedder is not None:
-                await conn.execute("DELETE FROM embeddings")
-                await conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
-                await conn.execute("DELETE FROM meta WHERE key IN ('vector_dims', 'vector_model')")
-                await conn.execute("INSERT INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
-                                   (str(self.embedder.dims), self.embedder.model_id))
-                if db.vector_engine == "sqlite-vec":
-                    await create_vec_table(conn, int(self.embedder.dims))
+                await conn.ops.meta.reset_vectors(conn, self.embedder.dims, self.embedder.model_id)
+                if db.vector_engine != "numpy":
+                    await conn.ops.vectors.create_index(conn, int(self.embedder.dims))
                 for row in rows:
-                    await enqueue_job(conn, "embed", row[1], now)
+                    await conn.ops.jobs.enqueue(conn, "embed", row[1], now)
                     jobs += 1
         if self.embedder is not None:
             self.vector_error = None

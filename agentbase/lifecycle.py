@@ -29,7 +29,7 @@ from .errors import StorageError, ValidationError
 from .models import utcnow
 from .retrieval.filters import filters_from_kwargs
 from .storage import DRIVER_ERRORS
-from .storage.entries import delete_entry_row, entry_row_by_rid, record_history, row_to_entry
+from .storage.entries import delete_entry_row, row_to_entry
 from .timeutil import from_db_time, parse_time, to_db_time
 from .validation import check_id, check_path
 
@@ -127,7 +127,7 @@ async def decay_pass(ab: Any, *, threshold: float, purge: bool, now: Any, tau0_d
     async with db.transaction() as conn:
         for rid, eid, s, status in weak:
             if purge:
-                row = await entry_row_by_rid(conn, rid)
+                row = await conn.ops.entries.row_by_rid(conn, rid)
                 if row is not None:
                     await delete_entry_row(conn, rid, row_to_entry(row), engine=db.vector_engine, now=stamp)
                     deleted.append(eid)
@@ -143,7 +143,7 @@ async def _set_status(conn: Any, entry_id: str, status: str, stamp: str, meta: d
     if row is None or row[1] == status:
         return False
     await conn.ops.lifecycle.set_status(conn, entry_id, status, stamp, touch=status == "active")
-    await record_history(conn, entry_id, "UPDATE", row[0], row[0], stamp,
+    await conn.ops.entries.record_history(conn, entry_id, "UPDATE", row[0], row[0], stamp,
                          {"fields": ["status"], "status": {"old": row[1], "new": status}, **meta})
     return True
 

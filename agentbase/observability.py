@@ -284,11 +284,11 @@ async def diff_entries(db: Any, a: str, b: str) -> dict[str, Any]:
     """
     import difflib
 
-    from .storage.entries import entry_row_by_id, row_to_entry
+    from .storage.entries import row_to_entry
 
     found = []
     for entry_id in (a, b):
-        row = await entry_row_by_id(db, entry_id)
+        row = await db.ops.entries.row_by_id(db, entry_id)
         if row is None:
             raise NotFoundError(f"entry {entry_id!r} not found")
         found.append(row_to_entry(row))

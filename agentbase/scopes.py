@@ -43,13 +43,15 @@ __all__ = ["VIEWER_KEYS", "ActiveSession", "check_viewer", "visibility_clause", 
 VIEWER_KEYS = ("user_id", "agent_id", "project_id", "session_id")
 
 
-def visibility_clause(viewer: dict[str, Any], alias: str = "e") -> tuple[str, list[Any]]:
-    """SQL boolean expression over ``entries AS alias`` that keeps what ``viewer`` may see (the SQL is
-    :func:`agentbase.storage.sqlite.filters.visibility`).
+def visibility_clause(viewer: dict[str, Any], alias: str = "e", ops: Any = None) -> tuple[str, list[Any]]:
+    """SQL boolean expression over ``entries AS alias`` that keeps what ``viewer`` may see (the SQL is the engine's
+    ``filters.visibility``: :func:`agentbase.storage.sqlite.filters.visibility`, or
+    :func:`agentbase.storage.postgres.filters.visibility` with ``%s`` placeholders).
 
     Args:
         viewer: any of ``user_id``, ``agent_id``, ``project_id``, ``session_id`` (None values are ignored).
         alias: the entries table alias used by the query.
+        ops: the engine's operations (``db.ops`` of the connection the SQL will run on); None means SQLite.
 
     Returns:
         ``(sql, params)``; values are bound parameters.
@@ -58,9 +60,10 @@ def visibility_clause(viewer: dict[str, Any], alias: str = "e") -> tuple[str, li
         ValidationError: an unknown key or a malformed id.
     """
     check_viewer(viewer, alias)
-    from .storage.sqlite.filters import visibility
+    if ops is None:
+        from .storage import sqlite as ops
 
-    return visibility(viewer, alias)
+    return ops.filters.visibility(viewer, alias)
 
 
 def check_viewer(viewer: Any, alias: str = "e") -> None:

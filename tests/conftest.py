@@ -46,8 +46,8 @@ os.environ.setdefault("AGENTBASE_TEST", "1")
 
 @pytest.fixture(scope="session")
 def pg_admin_url() -> str:
-    """The test session's PostgreSQL server (tests/postgres_server.py); skips when none can start."""
-    from tests.postgres_server import server_url
+    """The test session's PostgreSQL server (agentbase/testing.py); skips when none can start."""
+    from agentbase.testing import server_url
 
     url = server_url()
     if url is None:
@@ -58,7 +58,7 @@ def pg_admin_url() -> str:
 @pytest.fixture
 def pg_url(pg_admin_url: str):
     """The URL of an empty database of its own for this test, dropped afterwards."""
-    from tests.postgres_server import drop_database, fresh_database
+    from agentbase.testing import drop_database, fresh_database
 
     url, name = fresh_database(pg_admin_url)
     yield url

@@ -16,9 +16,7 @@ from ..ner import entity_tags
 from ..retrieval.filters import OWNER_KEYS
 from ..retrieval.filters import filters_from_kwargs as _filters
 from ..storage.entries import (
-    ENTRY_COLUMNS,
     delete_entry_row,
-    enqueue_job,
     insert_entry,
     row_to_entry,
     row_to_history,
@@ -68,12 +66,8 @@ class EntriesAPI:
 
     async def _find_duplicate(self, conn: Any, text_hash: str, context_type: str,
                               owners: dict[str, Any]) -> tuple[int, Entry] | None:
-        sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND context_type = ? AND status='active'"
-        params: list[Any] = [text_hash, context_type]
-        for key in OWNER_KEYS:
-            sql += f" AND {key} IS ?"
-            params.append(owners.get(key))
-        row = await (await conn.execute(sql + " LIMIT 1", params)).fetchone()
+        row = await conn.ops.entries.duplicate_row(conn, text_hash, context_type,
+                                                   {key: owners.get(key) for key in OWNER_KEYS})
         return (row[0], row_to_entry(row)) if row else None
 
     @bridged
@@ -206,13 +200,12 @@ class EntriesAPI:
                                                       {k: getattr(entry, k) for k in OWNER_KEYS})
                 if existing is not None:
                     return await self._harden(conn, *existing, entry)
-            if kw.get("entry_id") is not None and \
-                    await (await conn.execute("SELECT 1 FROM entries WHERE id = ?", (entry.id,))).fetchone():
+            if kw.get("entry_id") is not None and await conn.ops.entries.id_exists(conn, entry.id):
                 raise ValidationError(f"entry_id {entry.id!r} already exists; use update() to change it")
             await insert_entry(conn, entry, fact_key=None)
             if entry.context_type is ContextType.MEMORY and may_state_relations(content, self.settings):
                 # its graph relations follow, as a commit's do (a text no relation verb occurs in queues nothing)
-                await enqueue_job(conn, RELATIONS_JOB, entry.id, to_db_time(entry.updated_at))
+                await conn.ops.jobs.enqueue(conn, RELATIONS_JOB, entry.id, to_db_time(entry.updated_at))
         self._notify()
         return entry
 
@@ -233,14 +226,9 @@ class EntriesAPI:
         change before the caller writes) when given, else on the reader connection."""
         db = await self._open()
         check_id(entry_id, "entry_id")
-        sql = f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?"
-        params: list[Any] = [entry_id]
-        for key, value in (owners or {}).items():
-            if value is not None:
-                sql += f" AND {key} = ?"
-                params.append(check_id(value, key))
-        row = await (await conn.execute(sql, params)).fetchone() if conn is not None else \
-            await db.fetchone(sql, params)
+        owners = {key: check_id(value, key) for key, value in (owners or {}).items() if value is not None}
+        c = conn if conn is not None else db
+        row = await c.ops.entries.row_by_id(c, entry_id, owners)
         return (row[0], row_to_entry(row)) if row else None
 
     @bridged
@@ -286,16 +274,12 @@ class EntriesAPI:
 
         db = await self._open()
         if entry_id is not None:
-            rows = await db.fetchall(
-                "SELECT s.id FROM sessions s JOIN entries e ON s.user_id IS e.user_id AND s.agent_id IS e.agent_id "
-                "AND s.project_id IS e.project_id WHERE e.id = ? AND s.enriched_seq < s.committed_seq", (entry_id,))
+            pending = await db.ops.sessions.pending_sharing_owners(db, entry_id)
         else:
-            given = {k: v for k, v in (owners or {}).items() if v is not None}
-            where = "".join(f" AND {('id' if k == 'session_id' else k)} = ?" for k in given)
-            rows = await db.fetchall(f"SELECT id FROM sessions WHERE enriched_seq < committed_seq{where}",
-                                     list(given.values()))
-        if rows:
-            await settle(self, [r[0] for r in rows])
+            pending = await db.ops.sessions.pending_of_owners(
+                db, {k: v for k, v in (owners or {}).items() if v is not None})
+        if pending:
+            await settle(self, pending)
 
     @bridged
     async def update(self, entry_id: str, content: str | None = None, *, tags: list[str] | None = None,
@@ -410,10 +394,10 @@ class EntriesAPI:
                                   "context_type, category or tags")
         await self._settle_for(owners={k: getattr(f, k) for k in OWNER_KEYS})
         db = await self._open()
-        where, params = f.where()
+        where, params = f.where("e", db.ops)
         now = to_db_time(utcnow())
         async with db.transaction() as conn:
-            rows = await (await conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {where}", params)).fetchall()
+            rows = await conn.ops.entries.rows_where(conn, (where, params))
             for row in rows:
                 await delete_entry_row(conn, row[0], row_to_entry(row), engine=db.vector_engine, now=now)
         return len(rows)
@@ -437,10 +421,7 @@ class EntriesAPI:
             raise ValidationError("order must be 'asc' or 'desc'")
         check_int(offset, "offset", minimum=0)
         db = await self._open()
-        where, params = _filters(filters).where()
-        rows = await db.fetchall(
-            f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {where} ORDER BY e.created_at {order}, e.rid {order} "
-            f"LIMIT ? OFFSET ?", [*params, limit, offset])
+        rows = await db.ops.entries.list_rows(db, _filters(filters).where("e", db.ops), order=order, limit=limit, offset=offset)
         return [row_to_entry(r) for r in rows]
 
     @bridged
@@ -454,9 +435,7 @@ class EntriesAPI:
             ValidationError: an unknown filter or a bad filter value.
         """
         db = await self._open()
-        where, params = _filters(filters).where()
-        row = await db.fetchone(f"SELECT COUNT(*) FROM entries e WHERE {where}", params)
-        return int(row[0])
+        return await db.ops.entries.count_where(db, _filters(filters).where("e", db.ops))
 
     @bridged
     async def history(self, entry_id: str) -> list[HistoryEvent]:
@@ -466,9 +445,7 @@ class EntriesAPI:
             ValidationError: a malformed id.
         """
         db = await self._open()
-        rows = await db.fetchall(
-            "SELECT id, entry_id, event, old_value, new_value, metadata, created_at FROM entry_history "
-            "WHERE entry_id = ? ORDER BY seq", (check_id(entry_id, "entry_id"),))
+        rows = await db.ops.entries.history_rows(db, check_id(entry_id, "entry_id"))
         return [row_to_history(r) for r in rows]
 
     @bridged
@@ -524,11 +501,8 @@ class EntriesAPI:
                 extra={"uri": uri, "mime_type": mime_type, "name": title}))
         first = entries[0]
         async with db.transaction() as conn:
-            rows = await (await conn.execute(
-                f"SELECT {ENTRY_COLUMNS} FROM entries WHERE context_type = 'resource' AND uri = ? AND user_id IS ? "
-                f"AND agent_id IS ? AND project_id IS ? AND session_id IS ? "
-                f"ORDER BY json_extract(metadata, '$.chunk_index'), rid",
-                (uri, first.user_id, first.agent_id, first.project_id, first.session_id))).fetchall()
+            rows = await conn.ops.entries.resource_rows(conn, uri, first.user_id, first.agent_id, first.project_id,
+                                                        first.session_id)
             stored = []
             for i, e in enumerate(entries):
                 if i < len(rows):

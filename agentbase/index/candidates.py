@@ -17,19 +17,15 @@ async def rids_passing(db: Any, rids: list[int], where: str, params: list[Any]) 
     Args:
         db: a :class:`~agentbase.storage.Database` (read connection).
         rids: entry rowids.
-        where: an SQL condition on ``entries`` aliased ``e``; its values are in ``params`` (bound, never inlined).
+        where: the filter's condition on ``entries`` aliased ``e`` (``filters.where("e")``); its values are in
+            ``params`` (bound, never inlined).
         params: the condition's parameters.
 
     Returns:
-        The subset of ``rids`` that passes (checked in chunks of 500 bound parameters).
+        The subset of ``rids`` that passes (the storage engine's ``retrieval.rids_passing`` operation, which
+        checks them in chunks of 500).
 
     Raises:
         StorageError: the query failed.
     """
-    allowed: set[int] = set()
-    for start in range(0, len(rids), 500):
-        part = rids[start:start + 500]
-        rows = await db.fetchall(f"SELECT e.rid FROM entries e WHERE e.rid IN ({','.join('?' * len(part))}) "
-                                 f"AND {where}", [*part, *params])
-        allowed.update(int(r[0]) for r in rows)
-    return allowed
+    return await db.ops.retrieval.rids_passing(db, rids, where, params)

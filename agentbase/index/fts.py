@@ -20,7 +20,8 @@ import unicodedata
 from typing import Any
 
 __all__ = ["BM25_K1", "STOPWORDS", "bm25_upper_bound", "common_terms_queries", "document_frequencies",
-           "dropped_only_query", "fold", "fts_document", "match_expression", "query_tokens", "select_terms"]
+           "dropped_only_query", "fold", "fts_document", "groups_expression", "match_expression", "maxscore_groups",
+           "maxscore_restriction", "query_tokens", "select_terms"]
 
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -145,10 +146,10 @@ def dropped_only_query(kept: list[str], dropped: list[str]) -> str:
 async def document_frequencies(db: Any, tokens: list[str], budget: int = 0) -> tuple[dict[str, int], int]:
     """How many indexed entries contain each token (FTS5 applies its own stemming, so "doing" counts "do").
 
-    One statement; counting a token's documents walks its postings without scoring them, about 30 times cheaper
-    per posting than ``bm25()`` (measured at 100k entries: 1.1 ms vs 26 ms for a token in 22k entries). With a
-    ``budget``, nothing is counted when even every entry holding every token would fit in it (``max(rid) x
-    len(tokens) <= budget``, one index lookup): small files pay no counting at all.
+    Counting a token's documents walks its postings without scoring them, about 30 times cheaper per posting than
+    ``bm25()``. With a ``budget``, nothing is counted when even every entry holding every token would fit in it
+    (``max(rid) x len(tokens) <= budget``, one index lookup): small files pay no counting at all. The storage
+    engine's ``keyword.document_counts`` operation does the reading.
 
     Args:
         db: the storage ``Database`` (reader connection).
@@ -159,19 +160,7 @@ async def document_frequencies(db: Any, tokens: list[str], budget: int = 0) -> t
         ``({token: document count}, max_rid)``: the counts are all 0 when the budget cannot be exceeded;
         ``max_rid`` (the largest entry rowid, 0 for an empty file) bounds the number of indexed entries from above.
     """
-    out: dict[str, int] = {}
-    max_rid = 0
-    for start in range(0, len(tokens), 200):  # SQLite allows 2,000 result columns; a long query is chunked
-        part = tokens[start:start + 200]
-        # The bound is computed once; CASE evaluates a count only when it says the budget could be exceeded.
-        cols = ", ".join("CASE WHEN skip THEN 0 ELSE (SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?) "
-                         "END" for _ in part)
-        row = await db.fetchone(
-            f"WITH b(max_rid, skip) AS (SELECT m, m * ? <= ? FROM (SELECT COALESCE(MAX(rid), 0) AS m FROM entries)) "
-            f"SELECT max_rid, {cols} FROM b", [len(tokens), budget, *(f'"{t}"' for t in part)])
-        max_rid = int(row[0]) if row else 0
-        out.update((t, int(n)) for t, n in zip(part, row[1:] if row else [0] * len(part)))
-    return out, max_rid
+    return await db.ops.keyword.document_counts(db, tokens, budget)
 
 
 #: FTS5's bm25() constants (sqlite.org/fts5.html section 5.1.1, ``fts5_aux.c``): k1 = 1.2, b = 0.75.
@@ -204,27 +193,27 @@ def _term_bound(df: int, n_rows: int) -> float:
     return (math.log(ratio) if ratio > 1.0 else 1e-6) * (BM25_K1 + 1.0)
 
 
-def maxscore_restriction(dfs: dict[str, int], n_rows: int, threshold: float, *, max_terms: int = 10,
-                         max_groups: int = 64) -> str | None:
-    """A MATCH expression for the only entries holding just these (dropped) terms that can score ``threshold``.
+def maxscore_groups(dfs: dict[str, int], n_rows: int, threshold: float, *, max_terms: int = 10,
+                    max_groups: int = 64) -> list[list[str]] | None:
+    """The minimal sets of these (dropped) terms an entry must hold all of to be able to score ``threshold``.
 
     An entry whose query terms are a set ``S`` of them scores at most ``sum over S`` of each term's bound
     (:func:`bm25_upper_bound`), so it can reach ``threshold`` (the ``top_k``-th best score found so far) only if
-    it contains every term of some set whose bounds add up to ``threshold``. The expression ORs the minimal such
-    sets, each an AND of its terms: the MaxScore idea (Turtle & Flood 1995) applied to term subsets. Used as a
-    row filter (``+rowid IN``, so FTS5 matches it without scoring), never as the scored expression, since
-    ``bm25()`` would count a term repeated across groups twice.
+    it contains every term of some set whose bounds add up to ``threshold``: the MaxScore idea (Turtle & Flood
+    1995) applied to term subsets. Used as a row filter, never for scoring (``bm25()`` would count a term
+    repeated across groups twice).
 
     Args:
         dfs: ``{term: document frequency}`` of the terms to restrict.
         n_rows: the number of indexed rows or an upper bound on it (a larger value only loosens the bounds).
         threshold: the score (as a positive number) an entry must be able to reach.
         max_terms: above this many terms no restriction is computed (subsets grow as ``2 ** terms``).
-        max_groups: above this many minimal sets the expression is not worth it.
+        max_groups: above this many minimal sets the restriction is not worth it.
 
     Returns:
-        The expression, or ``None`` when it would not narrow anything (every single term can reach the
-        threshold) or the limits are exceeded: the caller then scores every entry holding one of the terms.
+        The sets (each in the order of ``dfs``), or ``None`` when they would not narrow anything (every single
+        term can reach the threshold) or the limits are exceeded: the caller then scores every entry holding one
+        of the terms.
     """
     terms = [t for t in dfs if dfs[t] > 0]
     if not terms or len(terms) > max_terms:
@@ -241,7 +230,20 @@ def maxscore_restriction(dfs: dict[str, int], n_rows: int, threshold: float, *, 
                     return None
     if not groups or all(len(g) == 1 for g in groups) and len(groups) == len(terms):  # none, or every term alone
         return None
-    return " OR ".join("(" + " AND ".join(f'"{t}"' for t in terms if t in g) + ")" for g in groups)
+    return [[t for t in terms if t in g] for g in groups]
+
+
+def groups_expression(groups: list[list[str]]) -> str:
+    """The FTS5 MATCH expression for :func:`maxscore_groups`: ``("a") OR ("b" AND "c")``."""
+    return " OR ".join("(" + " AND ".join(f'"{t}"' for t in g) + ")" for g in groups)
+
+
+def maxscore_restriction(dfs: dict[str, int], n_rows: int, threshold: float, *, max_terms: int = 10,
+                         max_groups: int = 64) -> str | None:
+    """:func:`maxscore_groups` as one MATCH expression (:func:`groups_expression`), or ``None`` where it gives
+    none; the arguments are the same."""
+    groups = maxscore_groups(dfs, n_rows, threshold, max_terms=max_terms, max_groups=max_groups)
+    return groups_expression(groups) if groups else None
 
 
 def select_terms(dfs: dict[str, int], max_postings: int) -> tuple[list[str], list[str]]:

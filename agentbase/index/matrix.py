@@ -110,20 +110,15 @@ class VectorMatrix:
         async with self._lock:
             if self._seq < 0 or self._too_big:
                 return await self._load(db)
-            log = await db.fetchall("SELECT seq, rid FROM vector_log WHERE seq > ? ORDER BY seq", (self._seq,))
+            log = await db.ops.vectors.log_since(db, self._seq)
             if not log:
                 return True
             if log[0][0] != self._seq + 1:
-                first = await db.fetchone("SELECT MIN(seq) FROM vector_log")
-                if first is None or first[0] is None or first[0] > self._seq + 1:
+                first = await db.ops.vectors.log_first_seq(db)
+                if first is None or first > self._seq + 1:
                     return await self._load(db)  # pruned past our position
             rids = sorted({int(r[1]) for r in log})
-            fresh: dict[int, bytes] = {}
-            for start in range(0, len(rids), 500):
-                part = rids[start:start + 500]
-                rows = await db.fetchall(
-                    f"SELECT rid, vector FROM embeddings WHERE rid IN ({','.join('?' * len(part))})", part)
-                fresh.update((int(r[0]), r[1]) for r in rows)
+            fresh = {int(rid): blob for rid, blob in await db.ops.vectors.vectors_of(db, rids)}
             if any(len(blob) != self.dims * 4 for blob in fresh.values()):
                 return await self._load(db)  # re-embedded with another model (reindex elsewhere)
             for rid in rids:
@@ -138,22 +133,17 @@ class VectorMatrix:
             return True
 
     async def _load(self, db: Any) -> bool:
-        row = await db.fetchone("SELECT COALESCE(MAX(seq), 0) FROM vector_log")
-        seq = int(row[0]) if row else 0
+        seq = await db.ops.vectors.log_last_seq(db)
         # The file's dimension is the one meta records (reindex rewrites it first), else the stored one.
-        head = await db.fetchone(
-            "SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'vector_dims'), "
-            "(SELECT MAX(dims) FROM embeddings), 0)")
-        dims = int(head[0]) if head else 0
-        count_row = await db.fetchone("SELECT COUNT(*) FROM embeddings WHERE dims = ?", (dims,))
-        count = int(count_row[0]) if count_row else 0
+        dims = await db.ops.vectors.file_dims(db)
+        count = await db.ops.vectors.count_of_dims(db, dims)
         if count * dims * 4 > self.max_bytes:
             self._clear(too_big=True)
             self._seq = seq
             return False
         self._clear(too_big=False)
         # One dimension per file: rows of another length (a re-embedding in progress) are left out.
-        rows = await db.fetchall("SELECT rid, vector FROM embeddings WHERE dims = ?", (dims,))
+        rows = await db.ops.vectors.vectors_of_dims(db, dims)
         for rid, blob in rows:
             self._put(int(rid), blob)
         self._seq = seq

@@ -1,10 +1,9 @@
-"""Vector index: ``sqlite-vec`` (vec0, cosine distance) with a numpy brute-force fallback.
+"""Vector leg: the in-process matrix when it may answer, else the storage engine's own exact KNN.
 
-The ``embeddings`` table is the source of truth (model id, dimension, vector bytes per entry); ``vec_entries`` is a
-derived vec0 table keyed by the entry's rowid. KNN queries take the caller's filter as a ``rowid IN (subquery)``
-constraint, which sqlite-vec applies *before* choosing the k nearest, so filtered searches always fill top_k.
-When the vectors fit the configured memory cap, an in-process matrix (:mod:`agentbase.index.matrix`) answers the
-same exact query much faster.
+The ``embeddings`` table is the source of truth (model id, dimension, vector bytes per entry); the engine's derived
+index (sqlite-vec's vec0 table, or a numpy scan without it: ``db.ops.vectors``) takes the caller's filter *before*
+choosing the k nearest, so filtered searches always fill top_k. When the vectors fit the configured memory cap, an
+in-process matrix (:mod:`agentbase.index.matrix`) answers the same exact query much faster.
 """
 
 from __future__ import annotations
@@ -14,38 +13,11 @@ from typing import Any
 import numpy as np
 
 from .candidates import rids_passing
-from .matrix import VectorMatrix, similarities
+from .matrix import VectorMatrix
 
-__all__ = ["VEC_TABLE", "create_vec_table", "delete_vector", "knn", "upsert_vector"]
+__all__ = ["VEC_TABLE", "knn"]
 
-VEC_TABLE = "vec_entries"
-
-
-async def create_vec_table(conn: Any, dims: int) -> None:
-    """Create the vec0 table for ``dims``-dimensional float32 vectors (cosine distance) if missing."""
-    await conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0(embedding float[{int(dims)}] "
-        f"distance_metric=cosine)"
-    )
-
-
-async def upsert_vector(conn: Any, engine: str, rid: int, vector: np.ndarray) -> None:
-    """Write the derived index row for entry ``rid`` (the ``embeddings`` row is written by the caller)."""
-    if engine != "sqlite-vec":
-        return
-    await conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid = ?", (rid,))
-    await conn.execute(f"INSERT INTO {VEC_TABLE}(rowid, embedding) VALUES (?, ?)",
-                       (rid, np.asarray(vector, dtype=np.float32).tobytes()))
-
-
-async def delete_vector(conn: Any, engine: str, rid: int) -> None:
-    """Remove entry ``rid`` from the derived index and the ``embeddings`` table."""
-    await conn.execute("DELETE FROM embeddings WHERE rid = ?", (rid,))
-    if engine == "sqlite-vec":
-        has_table = await (await conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = ?", (VEC_TABLE,))).fetchone()
-        if has_table:
-            await conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid = ?", (rid,))
+VEC_TABLE = "vec_entries"  # the derived vec0 table (storage/sqlite/vectors.py), named by engine.py's reindex
 
 
 async def knn(db: Any, engine: str, query: np.ndarray, k: int, where: str, params: list[Any],
@@ -75,22 +47,7 @@ async def knn(db: Any, engine: str, query: np.ndarray, k: int, where: str, param
     """
     if matrix is not None and await matrix.refresh(db):
         return await _knn_matrix(db, matrix, query, k, where, params), "memory"
-    qbytes = np.asarray(query, dtype=np.float32).tobytes()
-    filter_sql = f"SELECT e.rid FROM entries e WHERE {where}"
-    if engine == "sqlite-vec":
-        sql = (f"SELECT rowid, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
-               f"AND rowid IN ({filter_sql}) ORDER BY distance")
-        rows = await db.fetchall(sql, [qbytes, int(k), *params])
-        # vec0 allows no second sort key: order ties by rowid here, as the in-memory and numpy paths do.
-        return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (p[1], p[0])), engine
-    rows = await db.fetchall(f"SELECT rid, vector FROM embeddings WHERE rid IN ({filter_sql})", params)
-    if not rows:
-        return [], engine
-    rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    dist = 1.0 - similarities(mat, np.asarray(query, dtype=np.float32))
-    top = np.lexsort((rids, dist))[:k]
-    return [(int(rids[i]), float(dist[i])) for i in top], engine
+    return await db.ops.vectors.nearest(db, engine, query, k, where, params), engine
 
 
 async def _knn_matrix(db: Any, matrix: VectorMatrix, query: np.ndarray, k: int, where: str,
@@ -108,5 +65,4 @@ async def _knn_matrix(db: Any, matrix: VectorMatrix, query: np.ndarray, k: int, 
     if len(passed) >= k or len(head) >= matrix.rows:
         return passed[:k]
     # A selective filter: rank the filter's own rows (its rowids come from SQL, typically through an index).
-    rows = await db.fetchall(f"SELECT e.rid FROM entries e WHERE {where}", params)
-    return matrix.nearest(query, k, [int(r[0]) for r in rows])
+    return matrix.nearest(query, k, await db.ops.retrieval.passing_rids(db, where, params))

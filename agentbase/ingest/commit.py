@@ -25,8 +25,8 @@ from ..models import ContextType, Message, Scope, Session, utcnow
 from ..ner import TAG_PREFIX, entity_tags, tag_for
 from ..ner.base import mention_pattern
 from ..ner.vocative import drop_vocatives
-from ..storage.entries import (ENTRY_COLUMNS, SESSION_SUMMARY, entry_columns, enqueue_job, insert_entries, insert_entry,
-                               record_history, row_to_entry, set_derived_tags, update_entry_row)
+from ..storage.entries import (SESSION_SUMMARY, insert_entries, insert_entry,
+                               row_to_entry, set_derived_tags, update_entry_row)
 from ..timeutil import from_db_time, to_db_time
 from ._text import cut_text
 from .dedup import content_hash, harden_confidence
@@ -67,11 +67,9 @@ async def settle_owners_of(ab: Any, session_id: str) -> None:
         StorageError: as :func:`settle`.
     """
     db = await ab._open()
-    rows = await db.fetchall(
-        "SELECT p.id FROM sessions s JOIN sessions p ON p.user_id IS s.user_id AND p.agent_id IS s.agent_id "
-        "AND p.project_id IS s.project_id WHERE s.id = ? AND p.enriched_seq < p.committed_seq", (session_id,))
-    if rows:
-        await settle(ab, [r[0] for r in rows])
+    ids = await db.ops.ingest.sessions_to_settle(db, session_id)
+    if ids:
+        await settle(ab, ids)
 
 
 async def settle(ab: Any, session_ids: list[str]) -> None:
@@ -132,32 +130,25 @@ async def _commit_once(ab: Any, session_id: str, *, enrich: bool) -> dict[str, A
     links: list[tuple[str, str, str, int | None]] = [(session_id, e.id, "turn", m.seq)
                                                       for m, e in zip(turns, turn_entries)]
     async with db.transaction() as conn:
-        row = await (await conn.execute("SELECT committed_seq, enriched_seq FROM sessions WHERE id = ?",
-                                        (session_id,))).fetchone()
+        row = await conn.ops.ingest.watermarks(conn, session_id)
         if row is None or row[0] != session.committed_seq or (enrich and row[1] != session.committed_seq):
             raise _CommitRaced
         # a replace in another process may have swapped the messages read for others under the same seqs
-        now_there = await (await conn.execute(
-            "SELECT id FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-            (session_id, session.committed_seq, new[-1].seq))).fetchall()
-        if [r[0] for r in now_there] != [m.id for m in new]:
+        now_there = await conn.ops.ingest.window_message_ids(conn, session_id, session.committed_seq, new[-1].seq)
+        if now_there != [m.id for m in new]:
             raise _CommitRaced
         await insert_entries(conn, turn_entries, embed=[m.role in embed_roles for m in turns])
         result["turns"] = len(turn_entries)
         if enrich:
             await _enrich(ab, conn, session, turns, entity_lists, turn_tags, links, result, now, new[-1].seq)
-        await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
-                               "VALUES (?, ?, ?, ?)", links)
+        await conn.ops.ingest.insert_links(conn, links)
         last = new[-1].seq
-        await conn.execute("UPDATE messages SET committed = 1 WHERE session_id = ? AND seq > ? AND seq <= ?",
-                           (session_id, session.committed_seq, last))
-        await conn.execute("UPDATE sessions SET committed_seq = ?, enriched_seq = ?, status = 'committed', "
-                           "updated_at = ? WHERE id = ?",
-                           # row[1], read in this transaction: an enrichment that ran since the session was
-                           # read must not be undone (its turns would be read, and their facts hardened, again)
-                           (last, last if enrich else row[1], to_db_time(now), session_id))
+        # enriched_seq row[1], read in this transaction: an enrichment that ran since the session was read must
+        # not be undone (its turns would be read, and their facts hardened, again)
+        await conn.ops.ingest.mark_committed(conn, session_id, session.committed_seq, last,
+                                             last if enrich else row[1], to_db_time(now))
         if not enrich:
-            await enqueue_job(conn, ENRICH_JOB, session_id, to_db_time(now))
+            await conn.ops.jobs.enqueue(conn, ENRICH_JOB, session_id, to_db_time(now))
     return result
 
 
@@ -190,14 +181,10 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
     result = _empty_result(session_id, len(msgs), True)
     now = utcnow()
     async with db.transaction() as conn:
-        row = await (await conn.execute("SELECT enriched_seq, committed_seq FROM sessions WHERE id = ?",
-                                        (session_id,))).fetchone()
-        if row is None or row[0] != lo:
+        row = await conn.ops.ingest.watermarks(conn, session_id)  # (committed_seq, enriched_seq)
+        if row is None or row[1] != lo:
             return row is None
-        entries = {r[0]: r[1:] for r in await (await conn.execute(
-            f"SELECT l.message_seq, {entry_columns('e')} FROM session_memory_links l JOIN entries e "
-            f"ON e.id = l.entry_id WHERE l.session_id = ? AND l.kind = 'turn' AND l.message_seq > ? "
-            f"AND l.message_seq <= ?", (session_id, lo, hi))).fetchall()}
+        entries = {r[0]: r[1:] for r in await conn.ops.ingest.turn_entry_rows(conn, session_id, lo, hi)}
         links: list[tuple[str, str, str, int | None]] = []
         keep: list[int] = []
         for i, msg in enumerate(turns):
@@ -212,10 +199,9 @@ async def enrich_session(ab: Any, session_id: str) -> bool:
                 await set_derived_tags(conn, found[0], old, tags)
         await _enrich(ab, conn, session, [turns[i] for i in keep], [entity_lists[i] for i in keep],
                       [turn_tags[i] for i in keep], links, result, now, hi)
-        await conn.executemany("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, message_seq) "
-                               "VALUES (?, ?, ?, ?)", [link for link in links if link[2] != "turn"])
-        await conn.execute("UPDATE sessions SET enriched_seq = ? WHERE id = ?", (hi, session_id))
-        return row[1] <= hi
+        await conn.ops.ingest.insert_links(conn, [link for link in links if link[2] != "turn"])
+        await conn.ops.ingest.set_enriched_seq(conn, session_id, hi)
+        return row[0] <= hi
 
 
 async def _uncommitted(db: Any, session_id: str, after_seq: int, turns: list[Message]) -> list[Message]:
@@ -224,8 +210,7 @@ async def _uncommitted(db: Any, session_id: str, after_seq: int, turns: list[Mes
     user deleted them)."""
     if not turns:
         return turns
-    done = {r[0] for r in await db.fetchall(
-        "SELECT id FROM messages WHERE session_id = ? AND seq > ? AND committed = 1", (session_id, after_seq))}
+    done = await db.ops.ingest.committed_message_ids(db, session_id, after_seq)
     return [m for m in turns if m.id not in done] if done else turns
 
 
@@ -281,11 +266,7 @@ async def _reply_contexts(ab: Any, session_id: str, turns: list[Message]) -> lis
     if not limit or not turns:
         return [None] * len(turns)
     db = await ab._open()
-    roles = sorted(TURN_ROLES)
-    row = await db.fetchone(
-        f"SELECT role, content, name FROM messages WHERE session_id = ? AND seq < ? AND role IN "
-        f"({','.join('?' * len(roles))}) AND TRIM(content) != '' ORDER BY seq DESC LIMIT 1",
-        [session_id, turns[0].seq, *roles])
+    row = await db.ops.ingest.previous_turn(db, session_id, turns[0].seq, sorted(TURN_ROLES))
     prev: tuple[str, str, str | None] | None = (row[0], row[1], row[2]) if row else None
     out: list[str | None] = []
     for msg in turns:
@@ -320,9 +301,7 @@ async def _turn_entities(ab: Any, session_id: str, turns: list[Message], upto_se
             out[i] = ents
     if turns and ab.settings.ingest.drop_vocatives:
         db = await ab._open()
-        participants = [r[0] for r in await db.fetchall(
-            "SELECT DISTINCT name FROM messages WHERE session_id = ? AND seq <= ? AND name IS NOT NULL",
-            (session_id, upto_seq))]
+        participants = await db.ops.ingest.participant_names(db, session_id, upto_seq)
         if participants:
             out = [drop_vocatives(m.content, ents, participants) for m, ents in zip(turns, out)]
     return out
@@ -331,12 +310,8 @@ async def _turn_entities(ab: Any, session_id: str, turns: list[Message], upto_se
 async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], session_id: str, msg: Message,
                       tags: list[str], now: Any) -> tuple[str, str]:
     """Insert, harden or supersede one extracted fact. Returns (counter increments, entry id)."""
-    owner_sql = " AND ".join(f"{k} IS ?" for k in owners)
-    owner_params = list(owners.values())
     text_hash = content_hash(fact.text)
-    row = await (await conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = ? AND category = ? AND status = 'active' "
-        f"AND superseded_by IS NULL AND {owner_sql} LIMIT 1", [text_hash, fact.category, *owner_params])).fetchone()
+    row = await conn.ops.ingest.same_fact_row(conn, text_hash, fact.category, owners)
     if row is not None:
         old = row_to_entry(row)
         hardened = old.model_copy(update={"confidence": harden_confidence(old.confidence,
@@ -362,18 +337,14 @@ async def _store_fact(ab: Any, conn: Any, fact: Any, owners: dict[str, Any], ses
         # The value stated last in time wins, whatever the commit order: a session imported late with an older
         # date ("I live in Boston", 2020, after "We moved to Austin", 2024) is stored already superseded.
         when = to_db_time(msg.created_at)
-        prev = await (await conn.execute(
-            f"SELECT rid, id, l2_full, COALESCE(event_time, created_at) AS t FROM entries WHERE fact_key = ? "
-            f"AND status = 'active' AND superseded_by IS NULL AND {owner_sql} ORDER BY t DESC",
-            [fact_key, *owner_params])).fetchall()
+        prev = await conn.ops.ingest.fact_key_rows(conn, fact_key, owners)
         newer = [row for row in prev if row[3] > when]
         if newer:
             entry = entry.model_copy(update={"superseded_by": newer[-1][1]})  # the next value in time
             counts["facts_superseded"] += 1
         for rid, old_id, old_text, _t in prev[len(newer):]:
-            await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE rid = ?",
-                               (entry.id, to_db_time(now), rid))
-            await record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
+            await conn.ops.ingest.supersede(conn, rid, entry.id, to_db_time(now))
+            await conn.ops.entries.record_history(conn, old_id, "UPDATE", old_text, old_text, to_db_time(now),
                                  {"superseded_by": entry.id})
             counts["facts_superseded"] += 1
     await insert_entry(conn, entry, fact_key=fact_key)
@@ -403,31 +374,26 @@ def _summary_tags(text: str, turn_tags: list[str], old_tags: list[str]) -> list[
 
 
 async def _store_summary(ab: Any, conn: Any, session: Session, owners: dict[str, Any], upto_seq: int) -> str | None:
-    rows = await (await conn.execute("SELECT role, content, name FROM messages WHERE session_id = ? AND seq <= ? "
-                                     "ORDER BY seq", (session.id, upto_seq))).fetchall()
+    rows = await conn.ops.ingest.transcript(conn, session.id, upto_seq)
     text = summarize_session([(r[0], r[1], r[2]) for r in rows if r[0] in TURN_ROLES])
     if not text.strip():
         return None
-    tag_rows = await (await conn.execute("SELECT tags FROM entries WHERE session_id = ? AND category = 'turn' "
-                                         "ORDER BY rid", (session.id,))).fetchall()
-    turn_tags = list(dict.fromkeys(t for (raw,) in tag_rows for t in json.loads(raw)))
-    existing = await (await conn.execute(
-        f"SELECT {entry_columns('e')} FROM entries e JOIN session_memory_links l ON l.entry_id = e.id "
-        "WHERE l.session_id = ? AND l.kind = 'summary'", (session.id,))).fetchone()
-    last_time = await (await conn.execute("SELECT MAX(created_at) FROM messages WHERE session_id = ? AND seq <= ?",
-                                          (session.id, upto_seq))).fetchone()
+    tag_rows = await conn.ops.ingest.turn_tag_lists(conn, session.id)
+    turn_tags = list(dict.fromkeys(t for raw in tag_rows for t in json.loads(raw)))
+    existing = await conn.ops.ingest.summary_entry_row(conn, session.id)
+    last_time = await conn.ops.ingest.last_message_time(conn, session.id, upto_seq)
     if existing is not None:
         old = row_to_entry(existing)
         new = old.model_copy(update={"l2_full": text, "l0_abstract": l0_abstract(text), "l1_overview": l1_overview(text),
                                      "content_hash": content_hash(text), "updated_at": utcnow(),
-                                     "event_time": from_db_time(last_time[0]),
+                                     "event_time": from_db_time(last_time),
                                      "tags": _summary_tags(text, turn_tags, old.tags)})
         await update_entry_row(conn, existing[0], old, new, engine=ab.db.vector_engine)
         return old.id
     entry = ab._build_entry(text, category="summary", tags=_summary_tags(text, turn_tags, []),
                             metadata={"source": SESSION_SUMMARY}, scope=Scope.SESSION,
                             owners={**owners, "session_id": session.id}, confidence=1.0, importance=0.5,
-                            event_time=from_db_time(last_time[0]), context_type=ContextType.MEMORY, entry_id=None,
+                            event_time=from_db_time(last_time), context_type=ContextType.MEMORY, entry_id=None,
                             extra={}, extract_entities=False)
     await insert_entry(conn, entry, fact_key=None)
     return entry.id

@@ -27,9 +27,8 @@ from ..config import IngestSettings
 from ..errors import StorageError
 from ..embeddings.base import embed_long_documents
 from ..index.matrix import LOG_KEEP
-from ..index.vector import create_vec_table, upsert_vector
 from ..models import utcnow
-from ..storage.entries import SESSION_SUMMARY, requeue_session_summaries
+from ..storage.entries import SESSION_SUMMARY
 from ..timeutil import to_db_time
 from ._text import cut_text
 
@@ -87,12 +86,10 @@ def _sha(text: str) -> str:
 async def _mean_turn_vector(conn: Any, session_id: str, model_id: str, dims: int) -> np.ndarray | None:
     """The normalised mean of the vectors (of ``model_id``) of session ``session_id``'s turn entries; None when
     it has none."""
-    rows = await (await conn.execute(
-        "SELECT m.vector FROM embeddings m JOIN entries e ON e.rid = m.rid WHERE e.session_id = ? "
-        "AND e.category = 'turn' AND m.model_id = ? AND m.dims = ?", (session_id, model_id, dims))).fetchall()
-    if not rows:
+    vectors = await conn.ops.embeddings.turn_vectors(conn, session_id, model_id, dims)
+    if not len(vectors):
         return None
-    mean = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), dims).mean(axis=0)
+    mean = vectors.mean(axis=0)
     norm = float(np.linalg.norm(mean))
     return (mean / norm).astype(np.float32) if norm > 0 else None
 
@@ -288,10 +285,7 @@ class EmbeddingWorker(JobWorker):
 
     async def _process(self, claimed: list[tuple]) -> int:
         ids = [c[1] for c in claimed]
-        rows = await self.db.fetchall(
-            f"SELECT id, rid, name, description, l2_full, content_hash, category, session_id, "
-            f"json_extract(metadata, '$.source') = ? FROM entries WHERE id IN ({','.join('?' * len(ids))})",
-            [SESSION_SUMMARY, *ids])
+        rows = await self.db.ops.embeddings.entries_to_embed(self.db, ids, SESSION_SUMMARY)
         by_id = {r[0]: r for r in rows}
         means: set[str] = set()  # summaries that get their session's mean turn vector
         ingest = self._ingest()
@@ -323,23 +317,19 @@ class EmbeddingWorker(JobWorker):
             for job_id, target, _attempts in sorted(claimed, key=lambda c: c[1] in means):
                 row = by_id.get(target)
                 if row is not None:
-                    current = await (await conn.execute(
-                        "SELECT content_hash FROM entries WHERE rid = ?", (row[1],))).fetchone()
+                    current = await conn.ops.embeddings.content_hash_at(conn, row[1])
                     vec = vectors.get(texts.get(target)) if target not in means else \
                         await _mean_turn_vector(conn, row[7], model_id, dims)
-                    if current is not None and current[0] == row[5] and vec is not None:
-                        await conn.execute(
-                            "INSERT OR REPLACE INTO embeddings(rid, model_id, dims, content_hash, vector, created_at)"
-                            " VALUES (?, ?, ?, ?, ?, ?)", (row[1], model_id, dims, row[5], vec.tobytes(), stamp))
-                        await upsert_vector(conn, self.db.vector_engine, row[1], vec)
+                    if current is not None and current == row[5] and vec is not None:
+                        await conn.ops.embeddings.put_embedding(conn, row[1], model_id, dims, row[5], vec, stamp)
+                        await conn.ops.vectors.upsert(conn, self.db.vector_engine, row[1], vec)
                 await conn.ops.jobs.finish(conn, job_id, stamp)
             if summary_turn_mean:  # the mean follows the turns (a later commit, an edited turn)
                 done = {c[1] for c in claimed}
-                await requeue_session_summaries(
+                await conn.ops.entries.requeue_session_summaries(
                     conn, {by_id[t][7] for t in done if t in by_id and by_id[t][6] == "turn" and by_id[t][7]},
                     stamp, skip=done)
-            await conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT MAX(seq) FROM vector_log) - ?",
-                               (LOG_KEEP,))
+            await conn.ops.embeddings.trim_vector_log(conn, LOG_KEEP)
         return len(claimed)
 
     async def _turn_mean_plan(self, by_id: dict[str, tuple], batch: set[str]) -> tuple[set[str], dict[str, str]]:
@@ -351,11 +341,7 @@ class EmbeddingWorker(JobWorker):
         sessions = {r[7] for r in by_id.values() if r[6] == "summary" and r[7] and r[8]}
         if not sessions:
             return set(), {}
-        rows = await self.db.fetchall(
-            f"SELECT e.session_id, e.id, j.status, j.next_run_at FROM entries e "
-            f"LEFT JOIN jobs j ON j.kind = 'embed' AND j.target = e.id LEFT JOIN embeddings m ON m.rid = e.rid "
-            f"WHERE e.category = 'turn' AND e.session_id IN ({','.join('?' * len(sessions))}) "
-            f"AND (m.rid IS NOT NULL OR j.status IN ('pending', 'running'))", list(sessions))
+        rows = await self.db.ops.embeddings.turn_embedding_states(self.db, list(sessions))
         soon = to_db_time(utcnow() + timedelta(seconds=DEFER_S))
         # session -> when to look again: soon while a batch embeds its turns ("running"; their next_run_at is the
         # lease's end), else when its latest pending turn job is due (a failed embedding's backoff)
@@ -374,26 +360,15 @@ class EmbeddingWorker(JobWorker):
             await conn.ops.jobs.put_back(conn, list(due.items()), now)
 
     async def _ensure_dims(self, conn: Any, dims: int, model_id: str) -> None:
-        row = await (await conn.execute("SELECT value FROM meta WHERE key = 'vector_dims'")).fetchone()
-        if row is None:
-            await conn.execute("INSERT INTO meta(key, value) VALUES ('vector_dims', ?), ('vector_model', ?)",
-                               (str(dims), model_id))
-        if self.db.vector_engine == "sqlite-vec":
-            await create_vec_table(conn, dims)
+        await conn.ops.embeddings.ensure_vector_meta(conn, dims, model_id)
+        if self.db.vector_engine != "numpy":  # sqlite-vec's table, pgvector's HNSW index
+            await conn.ops.vectors.create_index(conn, dims)
 
     async def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
         model_id = self.embedder.model_id
         hashes = {t: _sha(t) for t in texts}
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(texts), 500):
-            chunk = texts[start : start + 500]
-            rows = await self.db.fetchall(
-                f"SELECT text_hash, vector FROM embedding_cache WHERE model_id = ? AND text_hash IN "
-                f"({','.join('?' * len(chunk))})", [model_id, *(hashes[t] for t in chunk)])
-            cached = {h: np.frombuffer(v, dtype=np.float32) for h, v in rows}
-            for t in chunk:
-                if hashes[t] in cached:
-                    found[t] = cached[hashes[t]]
+        cached = await self.db.ops.embeddings.cached_vectors(self.db, model_id, [hashes[t] for t in texts])
+        found: dict[str, np.ndarray] = {t: cached[hashes[t]] for t in texts if hashes[t] in cached}
         missing = [t for t in texts if t not in found]
         self.cache_hits += len(texts) - len(missing)
         if missing:
@@ -401,9 +376,8 @@ class EmbeddingWorker(JobWorker):
                                            max_chunks=self.max_chunks)
             matrix = np.asarray(matrix, dtype=np.float32)
             async with self.db.transaction() as conn:
-                await conn.executemany(
-                    "INSERT OR IGNORE INTO embedding_cache(model_id, text_hash, dims, vector) VALUES (?, ?, ?, ?)",
-                    [(model_id, hashes[t], matrix.shape[1], matrix[i].tobytes()) for i, t in enumerate(missing)])
+                await conn.ops.embeddings.cache_vectors(conn, model_id, matrix.shape[1],
+                                                        [(hashes[t], matrix[i]) for i, t in enumerate(missing)])
             for i, t in enumerate(missing):
                 found[t] = matrix[i]
             self.embedded += len(missing)

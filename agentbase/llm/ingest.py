@@ -37,9 +37,8 @@ from ..ingest.dedup import content_hash
 from ..ingest.tiers import L0_MAX_CHARS, L1_MAX_CHARS, _truncate, lead
 from ..ingest.worker import JobWorker
 from ..models import ContextType, Scope, utcnow
-from ..storage.entries import (ENTRY_COLUMNS, RETRIEVAL_KEY, RETRIEVAL_KEY_FOR, _fts_source, delete_entry_row,
-                               entry_columns, enqueue_job, insert_entry, record_history, row_to_entry,
-                               update_entry_row)
+from ..storage.entries import (RETRIEVAL_KEY, RETRIEVAL_KEY_FOR, _fts_source, delete_entry_row,
+                               insert_entry, row_to_entry, update_entry_row)
 from ..timeutil import to_db_time
 from .client import parse_json_answer
 from .prompts import facts_messages, summary_messages, turn_messages
@@ -87,7 +86,7 @@ async def enqueue_llm_jobs(ab: Any, conn: Any, session_id: str, turns: list[tupl
         if llm.use("facts") and role == "user":
             targets.append(f"facts:{entry_id}")
     for target in targets:
-        await enqueue_job(conn, LLM_JOB, target, now)
+        await conn.ops.jobs.enqueue(conn, LLM_JOB, target, now)
     return len(targets)
 
 
@@ -194,7 +193,7 @@ def _str_field(data: Any, key: str, purpose: str, *, required: bool = True) -> s
 
 
 async def _entry_by_id(db: Any, entry_id: str) -> tuple[int, Any] | None:
-    row = await db.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
+    row = await db.ops.entries.row_by_id(db, entry_id)
     return (row[0], row_to_entry(row)) if row is not None else None
 
 
@@ -211,13 +210,12 @@ async def _summary_job(ab: Any, session_id: str) -> bool:
     from ..ingest.commit import _summary_tags
 
     db = ab.db
-    session = await db.fetchone("SELECT committed_seq FROM sessions WHERE id = ?", (session_id,))
+    session = await db.ops.ingest.watermarks(db, session_id)
     if session is None:
         return True
     upto = session[0]
-    rows = [(r[0], r[1], r[2]) for r in await db.fetchall(
-        "SELECT role, content, name FROM messages WHERE session_id = ? AND seq <= ? AND TRIM(content) != '' "
-        "ORDER BY seq", (session_id, upto)) if r[0] in _TURN_ROLES]
+    rows = [(r[0], r[1], r[2]) for r in await db.ops.ingest.transcript(db, session_id, upto, skip_blank=True)
+            if r[0] in _TURN_ROLES]
     if not rows:
         return True
     result = await ab.llm.chat(summary_messages(_transcript(rows)), purpose="summary", json_mode=True,
@@ -228,25 +226,21 @@ async def _summary_job(ab: Any, session_id: str) -> bool:
     overview = lead(_str_field(data, "overview", "summary", required=False) or summary, L1_MAX_CHARS)
     abstract = _truncate(_str_field(data, "abstract", "summary", required=False) or overview, L0_MAX_CHARS)
     async with db.transaction() as conn:
-        now_seq = await (await conn.execute("SELECT committed_seq, enriched_seq FROM sessions WHERE id = ?",
-                                            (session_id,))).fetchone()
+        now_seq = await conn.ops.ingest.watermarks(conn, session_id)
         if now_seq is None:
             return True
         if now_seq[0] != upto or now_seq[1] != upto:
             # more was committed: that commit's enrichment re-arms this job (enqueue_llm_jobs), which then
             # summarises the longer session; this answer is dropped
             return True
-        existing = await (await conn.execute(
-            f"SELECT {entry_columns('e')} FROM entries e JOIN session_memory_links l ON l.entry_id = e.id "
-            "WHERE l.session_id = ? AND l.kind = 'summary'", (session_id,))).fetchone()
+        existing = await conn.ops.ingest.summary_entry_row(conn, session_id)
         if existing is None:  # the rules found nothing to summarise, or the user deleted the summary
             return True
         old = row_to_entry(existing)
         if old.l2_full == summary and old.l0_abstract == abstract and old.l1_overview == overview:
             return True
-        tag_rows = await (await conn.execute("SELECT tags FROM entries WHERE session_id = ? AND category = 'turn' "
-                                             "ORDER BY rid", (session_id,))).fetchall()
-        turn_tags = list(dict.fromkeys(t for (raw,) in tag_rows for t in json.loads(raw)))
+        tag_rows = await conn.ops.ingest.turn_tag_lists(conn, session_id)
+        turn_tags = list(dict.fromkeys(t for raw in tag_rows for t in json.loads(raw)))
         meta = {**old.metadata, "written_by": f"llm:{result.model}", "summarised_seq": upto}
         new = old.model_copy(update={"l2_full": summary, "l0_abstract": abstract, "l1_overview": overview,
                                      "content_hash": content_hash(summary), "updated_at": utcnow(),
@@ -279,7 +273,7 @@ async def _turn_job(ab: Any, entry_id: str) -> bool:
     overview = _str_field(data, "overview", result.purpose, required=False) \
         if want_tiers and len(text) > L1_MAX_CHARS else None
     async with db.transaction() as conn:
-        row = await (await conn.execute(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))).fetchone()
+        row = await conn.ops.entries.row_by_id(conn, entry_id)
         if row is None:
             return True
         current = row_to_entry(row)
@@ -296,8 +290,8 @@ async def _turn_job(ab: Any, entry_id: str) -> bool:
         new = current.model_copy(update={"metadata": meta, "l0_abstract": l0, "l1_overview": l1})
         # derived text, like a queued enrichment's tags: no history event, no new vector (the embedded text holds
         # neither the key nor the tiers)
-        await conn.execute("UPDATE entries SET metadata = ?, l0_abstract = ?, l1_overview = ?, fts_text = ? "
-                           "WHERE rid = ?", (json.dumps(meta, ensure_ascii=False), l0, l1, _fts_source(new), row[0]))
+        await conn.ops.ingest.set_derived_text(conn, row[0], json.dumps(meta, ensure_ascii=False), l0, l1,
+                                               _fts_source(new))
     return True
 
 
@@ -320,20 +314,17 @@ async def _facts_job(ab: Any, entry_id: str) -> bool:
     facts = list(dict.fromkeys(" ".join(f.split()) for f in raw if 3 <= len(f.strip()) <= FACT_MAX_CHARS))
     facts = facts[:MAX_FACTS]
     owners = {"user_id": turn.user_id, "agent_id": turn.agent_id, "project_id": turn.project_id}
-    owner_sql = " AND ".join(f"{k} IS ?" for k in owners)
     now = utcnow()
     stamp = to_db_time(now)
     entity_tags = [t for t in turn.tags if t.startswith("ner_")]
     async with db.transaction() as conn:
-        row = await (await conn.execute("SELECT content_hash FROM entries WHERE id = ?", (entry_id,))).fetchone()
-        if row is None:
+        current_hash = await conn.ops.ingest.content_hash_of(conn, entry_id)
+        if current_hash is None:
             return True
-        if row[0] != turn.content_hash:
+        if current_hash != turn.content_hash:
             return False
         # the model's earlier answer for this message (a job run again) is replaced by this one
-        earlier = await (await conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE json_extract(metadata, '$.source') = 'llm' "
-            f"AND json_extract(metadata, '$.message_id') = ?", (message_id,))).fetchall()
+        earlier = await conn.ops.ingest.llm_fact_rows(conn, message_id)
         keep = {content_hash(f) for f in facts}
         kept_ids: dict[str, str] = {}
         for r in earlier:
@@ -348,10 +339,7 @@ async def _facts_job(ab: Any, entry_id: str) -> bool:
             if h in kept_ids:
                 new_ids.append(kept_ids[h])
                 continue
-            same = await (await conn.execute(
-                f"SELECT id FROM entries WHERE content_hash = ? AND status = 'active' AND superseded_by IS NULL "
-                f"AND context_type = 'memory' AND category != 'turn' AND {owner_sql} LIMIT 1",
-                [h, *owners.values()])).fetchone()
+            same = await conn.ops.ingest.known_memory_id(conn, h, owners)
             if same is not None:  # already known (a rule-based fact, another message's): nothing to add
                 continue
             entry = ab._build_entry(
@@ -365,22 +353,17 @@ async def _facts_job(ab: Any, entry_id: str) -> bool:
             kept_ids[h] = entry.id
             if turn.session_id:
                 seq = turn.metadata.get("message_seq")
-                await conn.execute("INSERT OR IGNORE INTO session_memory_links(session_id, entry_id, kind, "
-                                   "message_seq) VALUES (?, ?, 'fact', ?)",
-                                   (turn.session_id, entry.id, seq if isinstance(seq, int) else None))
+                await conn.ops.ingest.insert_links(
+                    conn, [(turn.session_id, entry.id, "fact", seq if isinstance(seq, int) else None)])
         if new_ids:
             # The rule-based facts of this message without a knowledge-update key give way to the model's (a
             # keyed one, "User lives in Oslo", keeps superseding later values of its key, so it stays).
-            rule = await (await conn.execute(
-                "SELECT rid, id, l2_full FROM entries WHERE json_extract(metadata, '$.source') = 'session' "
-                "AND json_extract(metadata, '$.message_id') = ? AND fact_key IS NULL AND superseded_by IS NULL "
-                "AND status = 'active'", (message_id,))).fetchall()
+            rule = await conn.ops.ingest.rule_fact_rows(conn, message_id)
             for rid, old_id, old_text in rule:
                 if content_hash(old_text) in keep:  # the model stated it too: it stays
                     continue
-                await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE rid = ?",
-                                   (new_ids[0], stamp, rid))
-                await record_history(conn, old_id, "UPDATE", old_text, old_text, stamp,
+                await conn.ops.ingest.supersede(conn, rid, new_ids[0], stamp)
+                await conn.ops.entries.record_history(conn, old_id, "UPDATE", old_text, old_text, stamp,
                                      {"superseded_by": new_ids[0], "reason": "replaced by the LLM's facts"})
     ab._notify()
     return True

@@ -41,10 +41,8 @@ async def save_usage(db: Any, calls: list[LLMCall]) -> None:
     if not calls:
         return
     async with db.transaction(durable=False) as conn:
-        row = await (await conn.execute("SELECT value FROM meta WHERE key = ?", (USAGE_KEY,))).fetchone()
-        total = _parse(row[0] if row else None)
-        await conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                           "value = excluded.value", (USAGE_KEY, json.dumps(_add(total, calls), sort_keys=True)))
+        total = _parse(await conn.ops.meta.get_value(conn, USAGE_KEY))
+        await conn.ops.meta.set_value(conn, USAGE_KEY, json.dumps(_add(total, calls), sort_keys=True))
 
 
 def _parse(raw: str | None) -> dict[str, dict[str, Any]]:
@@ -62,7 +60,6 @@ async def load_usage(db: Any, pending: list[LLMCall] | None = None) -> dict[str,
         ``{"by_purpose": {purpose: {"calls", "errors", "prompt_tokens", "completion_tokens", "latency_ms"}},
         "total": {"calls", "errors", "prompt_tokens", "completion_tokens"}}``.
     """
-    row = await db.fetchone("SELECT value FROM meta WHERE key = ?", (USAGE_KEY,))
-    by = _add(_parse(row[0] if row else None), list(pending or []))
+    by = _add(_parse(await db.ops.meta.get_value(db, USAGE_KEY)), list(pending or []))
     total = {f: sum(int(v.get(f, 0)) for v in by.values()) for f in _FIELDS}
     return {"by_purpose": by, "total": total}

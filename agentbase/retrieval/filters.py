@@ -64,9 +64,14 @@ class Filters:
     exclude_superseded: bool = True
     visible_to: dict[str, Any] | None = None
 
-    def where(self, alias: str = "e") -> tuple[str, list[Any]]:
+    def where(self, alias: str = "e", ops: Any = None) -> tuple[str, list[Any]]:
         """Build the SQL boolean expression over ``entries AS alias`` that applies these filters, and its
-        parameters (the SQL is :func:`agentbase.storage.sqlite.filters.where`).
+        parameters (the SQL is the engine's ``filters.where``: :func:`agentbase.storage.sqlite.filters.where`, or
+        :func:`agentbase.storage.postgres.filters.where` with ``%s`` placeholders).
+
+        Args:
+            alias: the entries table's alias in the query (an identifier).
+            ops: the engine's operations (``db.ops`` of the connection the SQL will run on); None means SQLite.
 
         Returns:
             ``(sql, params)``; values are always bound parameters, never interpolated.
@@ -77,7 +82,8 @@ class Filters:
                 range, NaN/infinity or a string with a lone surrogate; an unknown ``visible_to`` key or a malformed
                 id.
         """
-        from ..storage.sqlite import filters as sql_filters
+        if ops is None:
+            from ..storage import sqlite as ops
 
         for key, value in (self.metadata or {}).items():
             if not isinstance(key, str) or not METADATA_KEY.fullmatch(key):
@@ -91,7 +97,7 @@ class Filters:
                 check_json(value, f"metadata filter value for {key!r}")
         if self.visible_to is not None:
             check_viewer(self.visible_to, alias)
-        return sql_filters.where(self, alias)
+        return ops.filters.where(self, alias)
 
 
 def _one_or_many(value: Any, what: str, allowed: set[str] | None) -> Any:

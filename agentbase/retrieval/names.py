@@ -48,10 +48,7 @@ async def owner_names(db: Any, filters: Filters) -> set[str]:
     if not filters.user_id:
         return set()
     names = {norm_name(filters.user_id)}
-    rows = await db.fetchall(
-        "SELECT json_extract(metadata, '$.value') FROM entries WHERE fact_key = 'name' AND user_id = ? "
-        "AND superseded_by IS NULL AND status = 'active' LIMIT 20", [filters.user_id])
-    for (value,) in rows:
+    for value in await db.ops.retrieval.name_fact_values(db, filters.user_id, 20):
         if isinstance(value, str) and norm_name(value):
             names.update((norm_name(value), norm_name(value).split()[0]))
     return names
@@ -110,16 +107,11 @@ async def vector_query_text(db: Any, query: str, entities: Sequence[Entity], fil
     owners = Filters(user_id=filters.user_id, agent_id=filters.agent_id, project_id=filters.project_id,
                      session_id=filters.session_id, visible_to=filters.visible_to, include_archived=True,
                      exclude_superseded=False)
-    where, params = owners.where("e")
-    counts = ", ".join("SUM(EXISTS(SELECT 1 FROM entry_tags t WHERE t.rid = s.rid AND t.tag = ? COLLATE NOCASE))"
-                       for _ in tags)
-    row = await db.fetchone(
-        f"SELECT COUNT(*), {counts} FROM (SELECT e.rid FROM entries e WHERE {where} ORDER BY e.rid DESC LIMIT ?) s",
-        [*tags, *params, sample])
-    total = row[0] if row else 0
+    where, params = owners.where("e", db.ops)
+    total, tagged = await db.ops.retrieval.tag_counts_in_latest(db, tags, where, params, sample)
     if not total:
         return query, []
-    common = [tag for tag, n in zip(tags, row[1:]) if (n or 0) >= MIN_TAGGED and (n or 0) / total >= share]
+    common = [tag for tag, n in zip(tags, tagged) if n >= MIN_TAGGED and n / total >= share]
     spans = sorted((e.start, e.end) for tag in common for e in names[tag])
     if not spans:
         return query, []

@@ -12,20 +12,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..graph import graph_candidates
-from ..index.fts import (STOPWORDS, bm25_upper_bound, common_terms_queries, document_frequencies, dropped_only_query,
-                         match_expression, maxscore_restriction, query_tokens, select_terms)
+from ..index.fts import (STOPWORDS, bm25_upper_bound, common_terms_queries, document_frequencies, groups_expression,
+                         maxscore_groups, query_tokens, select_terms)
 from ..index.vector import knn
 from ..models import SearchResult
 from ..ner import NON_TAG_LABELS
 from ..observability import Tracer
-from ..storage.entries import EntryView, entry_columns
+from ..storage.entries import EntryView
 from ..validation import clean_query
 from .filters import Filters
 from .fusion import max_rrf_score, ner_boost, norm_name, weighted_rrf
@@ -52,13 +51,6 @@ class FindParams:
     trace: bool
     reranker: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-# bm25() adds the terms' parts in the order of the MATCH expression, so the budget's split halves can give two
-# entries that tie under the plain OR query scores 1 ulp apart, and swap them. Scores are compared as integers
-# of 1e-9 (ties stay ties, broken by rid); SQLite's round() formats each value as text and cost 50 % more.
-_BM25_SCALE = 1e9
-_BM25 = f"CAST(bm25(entries_fts) * {_BM25_SCALE:.0f} AS INTEGER)"
 
 
 TEMPORAL_LEG_MAX_SPAN = timedelta(days=366)  # longest date range the temporal legs search (a year)
@@ -91,41 +83,6 @@ def _without_spans(text: str, spans: tuple[tuple[int, int], ...]) -> str:
     return "".join(chars)
 
 
-async def _fts_leg(db: Any, matches: list[str], where: str, params: list[Any], n: int,
-                   within: str | None = None) -> tuple[list[tuple[int, float]], int | None]:
-    """The ``n`` best BM25 matches of the union of ``matches`` that pass the filter, exactly, and the file's
-    largest entry rowid when the first statement returned rows (else None; it keeps the budget's row bound fresh).
-
-    Joining every match to ``entries`` to test the filter costs more than BM25 itself on large files (53 vs
-    16 ms for 15k matches at 100k entries), so one statement ranks the best ``4n`` matches without the join and
-    checks the filter on those alone; only when fewer than ``n`` pass while more matches exist is the joined query
-    run. The filtered top ``n`` is a prefix of the unfiltered order, so both paths return the same rows.
-    ``matches`` holds one expression, or the two disjoint halves from :func:`common_terms_queries`.
-    """
-    # ``within`` narrows the rows without being scored; the unary + keeps SQLite from handing the IN list to FTS5
-    # as rowid lookups (one MATCH evaluation per rowid: 100x slower).
-    def narrow(rowid: str) -> str:
-        return f" AND +{rowid} IN (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?)" if within else ""
-
-    match_params = [(m, within) if within else (m,) for m in matches]
-    union = " UNION ALL ".join(f"SELECT rowid AS rid, {_BM25} AS s FROM entries_fts "
-                               f"WHERE entries_fts MATCH ?{narrow('rowid')}" for _ in matches)
-    rows = await db.fetchall(
-        f"WITH head AS MATERIALIZED (SELECT rid, s FROM ({union}) ORDER BY s, rid LIMIT ?) "
-        f"SELECT h.rid, h.s, (SELECT count(*) FROM head), (SELECT COALESCE(MAX(rid), 0) FROM entries) "
-        f"FROM head h JOIN entries e ON e.rid = h.rid WHERE {where} ORDER BY h.s, h.rid LIMIT ?",
-        [x for mp in match_params for x in mp] + [4 * n, *params, n])
-    max_rid = int(rows[0][3]) if rows else None
-    if len(rows) >= n or (rows and rows[0][2] < 4 * n):
-        return [(int(r[0]), r[1] / _BM25_SCALE) for r in rows], max_rid
-    joined = " UNION ALL ".join(
-        f"SELECT e.rid AS rid, {_BM25} AS s FROM entries_fts JOIN entries e ON e.rid = entries_fts.rowid "
-        f"WHERE entries_fts MATCH ?{narrow('entries_fts.rowid')} AND {where}" for _ in matches)
-    rows = await db.fetchall(f"SELECT rid, s FROM ({joined}) ORDER BY s, rid LIMIT ?",
-                             [x for mp in match_params for x in (*mp, *params)] + [n])
-    return [(int(r[0]), r[1] / _BM25_SCALE) for r in rows], max_rid
-
-
 async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters: Any, factor: float) -> int:
     """Multiply by ``factor`` the candidate turns, and session summaries, that state a value a later message
     replaced, in place; returns how many.
@@ -142,10 +99,8 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     summaries = {c["entry"].session_id: c for c in cands.values() if c["entry"].category == "summary"}
     if not turns and not summaries:
         return 0
-    owners = [(k, getattr(filters, k)) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)]
-    old = {r[0]: r[1] for r in await db.fetchall(
-        "SELECT e.id, e.superseded_by FROM entries e WHERE e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL "
-        "AND e.status = 'active' " + "".join(f"AND e.{k} = ? " for k, _ in owners), [str(v) for _, v in owners])}
+    owners = {k: getattr(filters, k) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)}
+    old = dict(await db.ops.retrieval.superseded_facts(db, owners))
     if not old:
         return 0
     by_id = {c["entry"].id: c for c in cands.values()}
@@ -158,9 +113,7 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
         return newer
 
     head = {fid: current(fid) for fid in old}
-    links = await db.fetchall(
-        "SELECT l.entry_id, l.session_id, l.message_seq FROM session_memory_links l WHERE l.kind = 'fact' "
-        "AND l.entry_id IN (SELECT value FROM json_each(?))", [json.dumps(list(old))])
+    links = await db.ops.retrieval.fact_links(db, list(old))
     stale: dict[int, dict[str, Any]] = {}
     for fid, sid, seq in links:
         now = by_id.get(head[fid])
@@ -189,7 +142,6 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if not tokens:
         tracer.step("normalize", match="")
         return []
-    full_match = match_expression(tokens)
     kept, dropped = tokens, []
     dropped_bound = 0.0  # the best BM25 score an entry holding only dropped terms can reach
     # The budget can only act when the file may hold more postings than it: every entry holding every term. The
@@ -222,15 +174,15 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     else:
         top_k_pool = top_k
     n = max(cfg.min_candidates, cfg.overfetch * top_k_pool)
-    where, params = p.filters.where("e")
+    where, params = p.filters.where("e", db.ops)
     tr = analysis.time_range
     in_span = tr is not None and tr.date_to - tr.date_from <= TEMPORAL_LEG_MAX_SPAN
     time_only = in_span and all(_asks_nothing(t) for t in query_tokens(_without_spans(query, tr.spans)))
     if time_only:
         # Only the time is asked about ("what did I do last week"): its words match any text that says "last" or
         # "week", so both legs search inside the range instead, when it holds anything the filters pass.
-        r_where, r_params = _ranged(p.filters, tr).where("e")
-        if await db.fetchone(f"SELECT 1 FROM entries e WHERE {r_where} LIMIT 1", r_params):
+        r_where, r_params = _ranged(p.filters, tr).where("e", db.ops)
+        if await db.ops.retrieval.any_passing(db, r_where, r_params):
             where, params = r_where, r_params
         tracer.step("time_only", range_used=where == r_where)
     rankings: dict[str, list[int]] = {}
@@ -239,7 +191,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     degrade = ab.degrade_reason()
     use_vector = p.mode in ("hybrid", "vector") and ab.embedder is not None and ab.vector_error is None
     if p.mode in ("hybrid", "fts"):
-        fts, max_rid = await _fts_leg(db, matches, where, params, n)
+        fts, max_rid = await db.ops.keyword.search(db, kept, where, params, n, common=dropped)
         if max_rid is not None:
             ab.max_rid_hint = max_rid
         tracer.step("candidates_fts", candidates_out=len(fts), limit=n)
@@ -249,9 +201,10 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             # (MaxScore bound): merged, the leg is then exactly the plain OR query's, so the budget never changes
             # the first top_k.
             # Only the entries whose common terms could add up to the top_k-th score need scoring.
-            within = None if len(fts) < top_k_pool else \
-                maxscore_restriction({t: dfs[t] for t in dropped}, rows_bound, -fts[top_k_pool - 1][1])
-            rest, _ = await _fts_leg(db, [dropped_only_query(kept, dropped)], where, params, n, within)
+            groups = None if len(fts) < top_k_pool else \
+                maxscore_groups({t: dfs[t] for t in dropped}, rows_bound, -fts[top_k_pool - 1][1])
+            within = groups_expression(groups) if groups else None
+            rest = await db.ops.keyword.search_common_only(db, kept, dropped, where, params, n, groups=groups)
             fts = sorted(fts + rest, key=lambda pair: (pair[1], pair[0]))[:n]
             tracer.step("candidates_fts_common_terms", candidates_out=len(fts), limit=n,
                         dropped_bound=round(dropped_bound, 3), restricted_to=within)
@@ -292,8 +245,8 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         # after it, so turns of that day reach the candidates even when other days match better. Relative words
         # alone ("recently", "last weekend") only re-weight (strategies): how far back they reach is a guess. An
         # open or long range ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
-        r_where, r_params = _ranged(p.filters, tr).where("e")
-        in_range, _ = await _fts_leg(db, [full_match], r_where, r_params, n)
+        r_where, r_params = _ranged(p.filters, tr).where("e", db.ops)
+        in_range, _ = await db.ops.keyword.search(db, tokens, r_where, r_params, n)
         rankings["temporal"] = [rid for rid, _ in in_range]
         if qvec is not None:
             vec_in_range, _ = await knn(db, db.vector_engine, qvec, n, r_where, r_params, ab.matrix)
@@ -320,7 +273,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
                 found, _ = await knn(db, db.vector_engine, svec, n, where, params, ab.matrix)
                 leg, weight = f"llm_vector_{i}", weights["vector"] * SUB_QUERY_WEIGHT
             elif sub_tokens and p.mode in ("hybrid", "fts"):
-                found, _ = await _fts_leg(db, [match_expression(sub_tokens)], where, params, n)
+                found, _ = await db.ops.keyword.search(db, sub_tokens, where, params, n)
                 leg, weight = f"llm_fts_{i}", cfg.weight_fts * SUB_QUERY_WEIGHT
             else:
                 continue
@@ -340,8 +293,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     # shape at most `rerank_pool` candidates.
     pool = max(cfg.rerank_pool, 5 * top_k_pool)
     rids = list(fused)[:pool]  # weighted_rrf returns the best first
-    rows = await db.fetchall(f"SELECT {entry_columns('e')} FROM entries e WHERE e.rid IN "
-                             f"({','.join('?' * len(rids))})", rids)
+    rows = await db.ops.retrieval.entry_rows(db, rids)
     entries = {row[0]: EntryView(row) for row in rows}
     # the scale: the legs that ran, but not a bonus leg (temporal, graph) that found nothing
     max_rrf = max_rrf_score(weights, cfg.rrf_k, [leg for leg, ids in rankings.items()
@@ -488,27 +440,12 @@ async def _neighbours(db: Any, cands: dict[int, dict[str, Any]], filters: Filter
         tracer.step("neighbours", candidates_in=len(cands), candidates_out=len(cands), questions=0, speakers=0,
                     lifted=0)
         return
-    where, params = filters.where("e")
+    where, params = filters.where("e", db.ops)
     # The two turns after each source (positions 1 and 2), when a person wrote them (role user: both speakers of a
     # conversation between people, the user of an assistant) and the query may see them; an assistant's answer
     # is not lifted (on LongMemEval it only added long replies: tokens@10 1,410 -> 1,610). A position is counted
     # before the role filter, so an assistant's turn between two user turns still counts as the turn between.
-    # Planned by hand: the next seqs are computed once per source (MATERIALIZED), and each target is reached from
-    # its session's links (CROSS JOIN fixes the order). Left to itself SQLite drove the lookup from the owner
-    # filter's index and re-ran the next-seq subquery per link row: 55 ms per find on a 10k-entry file, 0.2 now.
-    nxt = ("(SELECT MIN(l3.message_seq) FROM session_memory_links l3 WHERE l3.session_id = {sid} "
-           "AND l3.kind = 'turn' AND l3.message_seq > {seq})")
-    rows = await db.fetchall(
-        f"WITH n1 AS MATERIALIZED (SELECT q.rid AS qrid, l.session_id AS sid, "
-        f"{nxt.format(sid='l.session_id', seq='l.message_seq')} AS s1 FROM entries q "
-        f"JOIN session_memory_links l ON l.entry_id = q.id AND l.kind = 'turn' "
-        f"WHERE q.rid IN ({','.join('?' * len(sources))})), "
-        f"n2 AS MATERIALIZED (SELECT qrid, sid, s1, {nxt.format(sid='n1.sid', seq='n1.s1')} AS s2 FROM n1) "
-        f"SELECT n2.qrid, l2.message_seq = n2.s1, {entry_columns('e')} FROM n2 CROSS JOIN session_memory_links l2 "
-        f"CROSS JOIN entries e ON e.id = l2.entry_id "
-        f"WHERE l2.session_id = n2.sid AND l2.message_seq IN (n2.s1, n2.s2) AND l2.kind = 'turn' "
-        f"AND json_extract(e.metadata, '$.role') = 'user' AND {where}",
-        [*sources, *params])
+    rows = await db.ops.retrieval.following_user_turns(db, sources, where, params)
     views: dict[int, EntryView] = {}
     replies: dict[int, int] = {}
     following: dict[int, list[tuple[bool, int]]] = {}

@@ -1,53 +1,67 @@
 """Entry repository: row mapping and the single-transaction write operations (entry, tags, FTS, history, job).
 
-Every function that writes takes the open writer connection of a transaction; the FTS rows follow through
-triggers, the vector row is removed in the same transaction when the text changes, and an embedding job is queued
-in the same transaction so that the vector catches up after a crash.
+Engine-neutral: the SQL is the engine's (``conn.ops.entries``, ``conn.ops.jobs``); this module turns models into
+row values and back and decides what a write entails. Every function that writes takes the open writer connection
+of a transaction; the FTS rows follow through triggers, the vector row is removed in the same transaction when the
+text changes, and an embedding job is queued in the same transaction so that the vector catches up after a crash.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from ..index.fts import fts_document
-from ..index.vector import delete_vector
 from ..models import ContextType, Entry, HistoryEvent, Scope
 from ..timeutil import from_db_time, to_db_time
 
 __all__ = [
     "ENTRY_COLUMNS",
+    "ENTRY_FIELDS",
+    "INSERT_FIELDS",
     "SESSION_SUMMARY",
+    "UPDATE_FIELDS",
     "EntryView",
     "delete_entry_row",
-    "enqueue_job",
-    "entry_row_by_id",
-    "entry_row_by_rid",
     "entry_columns",
     "fts_source",
     "insert_entries",
     "insert_entry",
-    "record_history",
-    "requeue_session_summaries",
     "row_to_entry",
     "row_to_history",
     "update_entry_row",
 ]
 
-ENTRY_COLUMNS = (
-    "rid, id, context_type, category, l0_abstract, l1_overview, l2_full, tags, metadata, scope, user_id, agent_id, "
-    "project_id, session_id, confidence, importance, created_at, updated_at, event_time, content_hash, "
-    "access_count, last_accessed_at, superseded_by, status, uri, mime_type, name, description"
+#: The order of an entry row as every engine's entry reads return it (``rid``, the row id, first).
+ENTRY_FIELDS = (
+    "rid", "id", "context_type", "category", "l0_abstract", "l1_overview", "l2_full", "tags", "metadata", "scope",
+    "user_id", "agent_id", "project_id", "session_id", "confidence", "importance", "created_at", "updated_at",
+    "event_time", "content_hash", "access_count", "last_accessed_at", "superseded_by", "status", "uri", "mime_type",
+    "name", "description",
 )
-_NAMES = [c.strip() for c in ENTRY_COLUMNS.split(",")]
+#: :data:`ENTRY_FIELDS` as a column list, for the engine modules' entry reads (``storage/sqlite/*``).
+ENTRY_COLUMNS = ", ".join(ENTRY_FIELDS)
+#: The values of a new entry row, in the order ``ops.entries.insert_rows`` takes them.
+INSERT_FIELDS = (
+    "id", "context_type", "category", "l0_abstract", "l1_overview", "l2_full", "fts_text", "tags", "metadata",
+    "scope", "user_id", "agent_id", "project_id", "session_id", "confidence", "importance", "created_at",
+    "updated_at", "event_time", "content_hash", "fact_key", "access_count", "last_accessed_at", "superseded_by",
+    "status", "uri", "mime_type", "name", "description",
+)
+#: The fields an edit rewrites, in the order ``ops.entries.update_row`` takes them.
+UPDATE_FIELDS = (
+    "category", "l0_abstract", "l1_overview", "l2_full", "fts_text", "tags", "metadata", "scope", "confidence",
+    "importance", "updated_at", "event_time", "content_hash", "superseded_by", "status", "uri", "mime_type", "name",
+    "description",
+)
+_NAMES = list(ENTRY_FIELDS)
 _AT = {name: i for i, name in enumerate(_NAMES)}  # column name -> position in a row
 
 SESSION_SUMMARY = "session_summary"  # metadata["source"] of the session summaries commit_session writes
 
 
 def entry_columns(alias: str) -> str:
-    """:data:`ENTRY_COLUMNS` qualified with a table alias (``e.rid, e.id, ...``) for joins."""
+    """:data:`ENTRY_FIELDS` qualified with a table alias (``e.rid, e.id, ...``) for joins."""
     return ", ".join(f"{alias}.{c}" for c in _NAMES)
 
 
@@ -121,42 +135,6 @@ def row_to_history(row: tuple) -> HistoryEvent:
                         metadata=json.loads(row[5]), created_at=from_db_time(row[6]))
 
 
-async def entry_row_by_id(c: Any, entry_id: str) -> tuple | None:
-    """The entry row (:data:`ENTRY_COLUMNS`) with this id, or None; ``c`` is the Database or a Writer."""
-    return await c.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id = ?", (entry_id,))
-
-
-async def entry_row_by_rid(c: Any, rid: int) -> tuple | None:
-    """The entry row (:data:`ENTRY_COLUMNS`) at row id ``rid``, or None; ``c`` is the Database or a Writer."""
-    return await c.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE rid = ?", (rid,))
-
-
-async def enqueue_job(conn: Any, kind: str, target: str, now: str) -> None:
-    """Queue (or re-arm) a job; one row per (kind, target)."""
-    await conn.execute(
-        "INSERT INTO jobs(kind, target, status, attempts, next_run_at, created_at, updated_at) "
-        "VALUES (?, ?, 'pending', 0, ?, ?, ?) "
-        "ON CONFLICT(kind, target) DO UPDATE SET status='pending', attempts=0, next_run_at=excluded.next_run_at, "
-        "last_error=NULL, updated_at=excluded.updated_at",
-        (kind, target, now, now, now),
-    )
-
-
-async def record_history(conn: Any, entry_id: str, event: str, old: str | None, new: str | None, now: str,
-                         metadata: dict[str, Any] | None = None) -> None:
-    """Append one ADD / UPDATE / DELETE event to ``entry_history``."""
-    await conn.execute(
-        "INSERT INTO entry_history(id, entry_id, event, old_value, new_value, metadata, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (str(uuid.uuid4()), entry_id, event, old, new, json.dumps(metadata or {}), now),
-    )
-
-
-async def _write_tags(conn: Any, rid: int, tags: list[str]) -> None:
-    await conn.execute("DELETE FROM entry_tags WHERE rid = ?", (rid,))
-    await conn.executemany("INSERT OR IGNORE INTO entry_tags(rid, tag) VALUES (?, ?)", [(rid, t) for t in tags])
-
-
 RETRIEVAL_KEY = "retrieval_key"  # metadata: an LLM-written one-line key of the entry (agentbase/llm/ingest.py)
 RETRIEVAL_KEY_FOR = "retrieval_key_for"  # metadata: the content_hash of the text the key was written for
 
@@ -183,15 +161,6 @@ def fts_source(name: str | None, description: str | None, l2_full: str, tags: li
     extra = " ".join(t.removeprefix("ner_").replace("_", " ") for t in tags)
     parts = [name or "", description or "", l2_full, extra, key or ""]
     return fts_document("\n".join(p for p in parts if p))
-
-
-_INSERT = (
-    "INSERT INTO entries(id, context_type, category, l0_abstract, l1_overview, l2_full, fts_text, tags, "
-    "metadata, scope, user_id, agent_id, project_id, session_id, confidence, importance, created_at, "
-    "updated_at, event_time, content_hash, fact_key, access_count, last_accessed_at, superseded_by, status, "
-    "uri, mime_type, name, description) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
 
 
 def _insert_row(entry: Entry, fact_key: str | None) -> tuple:
@@ -221,18 +190,10 @@ async def insert_entries(conn: Any, entries: list[Entry], *, fact_keys: list[str
         return
     keys = fact_keys or [None] * len(entries)
     flags = embed if isinstance(embed, list) else [embed] * len(entries)
-    await conn.executemany(_INSERT, [_insert_row(e, k) for e, k in zip(entries, keys)])
-    await conn.executemany("INSERT OR IGNORE INTO entry_tags(rid, tag) SELECT rid, ? FROM entries WHERE id = ?",
-                           [(t, e.id) for e in entries for t in e.tags])
-    await conn.executemany(
-        "INSERT INTO entry_history(id, entry_id, event, old_value, new_value, metadata, created_at) "
-        "VALUES (?, ?, 'ADD', NULL, ?, '{}', ?)",
-        [(str(uuid.uuid4()), e.id, e.l2_full, to_db_time(e.updated_at)) for e in entries])
-    await conn.executemany(
-        "INSERT INTO jobs(kind, target, status, attempts, next_run_at, created_at, updated_at) "
-        "VALUES ('embed', ?, 'pending', 0, ?, ?, ?) ON CONFLICT(kind, target) DO UPDATE SET status='pending', "
-        "attempts=0, next_run_at=excluded.next_run_at, last_error=NULL, updated_at=excluded.updated_at",
-        [(e.id, *(to_db_time(e.updated_at),) * 3) for e, f in zip(entries, flags) if f])
+    await conn.ops.entries.insert_rows(
+        conn, [_insert_row(e, k) for e, k in zip(entries, keys)], [(t, e.id) for e in entries for t in e.tags],
+        [(e.id, e.l2_full, to_db_time(e.updated_at)) for e in entries],
+        [(e.id, to_db_time(e.updated_at)) for e, f in zip(entries, flags) if f])
 
 
 async def insert_entry(conn: Any, entry: Entry, *, fact_key: str | None) -> None:
@@ -245,43 +206,38 @@ async def set_derived_tags(conn: Any, rid: int, entry: Entry, tags: list[str]) -
     tags): tags, ``entry_tags`` and keyword text change; no history event (not a user edit) and no new vector
     (the embedded text does not hold tags)."""
     tagged = entry.model_copy(update={"tags": tags})
-    await conn.execute("UPDATE entries SET tags = ?, fts_text = ? WHERE rid = ?",
-                       (json.dumps(tags, ensure_ascii=False), _fts_source(tagged), rid))
-    await _write_tags(conn, rid, tags)
+    await conn.ops.entries.set_tags(conn, rid, tags, _fts_source(tagged))
 
 
 async def update_entry_row(conn: Any, rid: int, old: Entry, new: Entry, *, engine: str, embed: bool = True) -> None:
     """Write ``new`` over row ``rid``; if the text changed, drop the stale vector and queue a new one (unless
     ``embed`` is False: a turn of a role that ``ingest.embed_roles`` leaves without a vector keeps none)."""
+    ops = conn.ops
     now = to_db_time(new.updated_at)
-    await conn.execute(
-        "UPDATE entries SET category=?, l0_abstract=?, l1_overview=?, l2_full=?, fts_text=?, tags=?, metadata=?, "
-        "scope=?, confidence=?, importance=?, updated_at=?, event_time=?, content_hash=?, superseded_by=?, "
-        "status=?, uri=?, mime_type=?, name=?, description=? WHERE rid=?",
-        (
-            new.category, new.l0_abstract, new.l1_overview, new.l2_full, _fts_source(new),
-            json.dumps(new.tags, ensure_ascii=False), json.dumps(new.metadata, ensure_ascii=False),
-            new.scope.value, new.confidence, new.importance, now,
-            to_db_time(new.event_time) if new.event_time else None, new.content_hash, new.superseded_by,
-            new.status, new.uri, new.mime_type, new.name, new.description, rid,
-        ),
-    )
+    await ops.entries.update_row(conn, rid, (
+        new.category, new.l0_abstract, new.l1_overview, new.l2_full, _fts_source(new),
+        json.dumps(new.tags, ensure_ascii=False), json.dumps(new.metadata, ensure_ascii=False),
+        new.scope.value, new.confidence, new.importance, now,
+        to_db_time(new.event_time) if new.event_time else None, new.content_hash, new.superseded_by,
+        new.status, new.uri, new.mime_type, new.name, new.description,
+    ))
     if new.tags != old.tags:
-        await _write_tags(conn, rid, new.tags)
+        await ops.entries.write_tags(conn, rid, new.tags)
     if new.l2_full != old.l2_full:
         # New text no longer states the extracted fact it came from: a later value of that fact must not
         # supersede it.
-        await conn.execute("UPDATE entries SET fact_key = NULL WHERE rid = ?", (rid,))
-        await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now)
-        await delete_vector(conn, engine, rid)
+        await ops.entries.clear_fact_key(conn, rid)
+        await ops.entries.record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now)
+        await ops.vectors.delete(conn, engine, rid)
         if embed:
-            await enqueue_job(conn, "embed", new.id, now)
+            await ops.jobs.enqueue(conn, "embed", new.id, now)
     else:
         changed = [f for f in ("metadata", "tags", "category", "status") if getattr(new, f) != getattr(old, f)]
         if changed:
-            await record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now, {"fields": changed})
+            await ops.entries.record_history(conn, new.id, "UPDATE", old.l2_full, new.l2_full, now,
+                                             {"fields": changed})
     if "turn" in (old.category, new.category) and old.category != new.category:  # joins or leaves a turn mean
-        await requeue_session_summaries(conn, {s for s in (old.session_id, new.session_id) if s}, now)
+        await ops.entries.requeue_session_summaries(conn, {s for s in (old.session_id, new.session_id) if s}, now)
 
 
 async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, now: str) -> None:
@@ -292,32 +248,16 @@ async def delete_entry_row(conn: Any, rid: int, entry: Entry, *, engine: str, no
     deleting the newest value of a fact makes the previous one current again rather than hiding it for good;
     each such entry gets an UPDATE history event.
     """
-    replaced = await (await conn.execute("SELECT id FROM entries WHERE superseded_by = ?", (entry.id,))).fetchall()
+    ops = conn.ops
+    replaced = await ops.entries.superseded_ids(conn, entry.id)
     if replaced:
-        await conn.execute("UPDATE entries SET superseded_by = ?, updated_at = ? WHERE superseded_by = ?",
-                           (entry.superseded_by, now, entry.id))
-        for (old_id,) in replaced:
-            await record_history(conn, old_id, "UPDATE", None, None, now,
-                                 {"superseded_by": entry.superseded_by, "reason": f"{entry.id} deleted"})
-    await delete_vector(conn, engine, rid)
-    await conn.ops.graph.forget_source(conn, entry.id)  # what was read from it goes with it
-    await conn.execute("DELETE FROM entries WHERE rid = ?", (rid,))
-    await conn.execute("DELETE FROM session_memory_links WHERE entry_id = ?", (entry.id,))
-    await conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND target = ?", (entry.id,))
+        await ops.entries.repoint_superseded(conn, entry.id, entry.superseded_by, now)
+        for old_id in replaced:
+            await ops.entries.record_history(conn, old_id, "UPDATE", None, None, now,
+                                             {"superseded_by": entry.superseded_by, "reason": f"{entry.id} deleted"})
+    await ops.vectors.delete(conn, engine, rid)
+    await ops.graph.forget_source(conn, entry.id)  # what was read from it goes with it
+    await ops.entries.delete_row(conn, rid, entry.id)
     if entry.category == "turn" and entry.session_id:  # the session summary's vector may be its turns' mean
-        await requeue_session_summaries(conn, {entry.session_id}, now)
-    await record_history(conn, entry.id, "DELETE", entry.l2_full, None, now)
-
-
-async def requeue_session_summaries(conn: Any, session_ids: set[str], now: str, skip: set[str] = frozenset()) -> None:
-    """Queue an embedding job for the session summaries (``metadata["source"] ==`` :data:`SESSION_SUMMARY`) of
-    ``session_ids``, except the entry ids in ``skip``: a summary's vector can be the mean of its session's turn
-    vectors (``ingest.summary_vector``), which changes when a turn is embedded again or deleted."""
-    if not session_ids:
-        return
-    rows = await (await conn.execute(
-        f"SELECT id FROM entries WHERE category = 'summary' AND json_extract(metadata, '$.source') = ? "
-        f"AND session_id IN ({','.join('?' * len(session_ids))})", [SESSION_SUMMARY, *session_ids])).fetchall()
-    for (summary_id,) in rows:
-        if summary_id not in skip:
-            await enqueue_job(conn, "embed", summary_id, now)
+        await ops.entries.requeue_session_summaries(conn, {entry.session_id}, now)
+    await ops.entries.record_history(conn, entry.id, "DELETE", entry.l2_full, None, now)

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from agentbase.testing import database_for
 from agentbase import AgentBase, load_settings
 
 
 def open_db(path: Path) -> AgentBase:
     """An AgentBase on ``path`` with the deterministic hash embedder and the regex entity extractor."""
-    return AgentBase(path, settings=load_settings(ner="regex", embedder={"provider": "hash", "dims": 64}))
+    return AgentBase(database_for(path), settings=load_settings(ner="regex", embedder={"provider": "hash", "dims": 64}))
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest  # noqa: E402
 
+from agentbase.testing import database_for  # noqa: E402
 from agentbase import AgentBase, load_settings  # noqa: E402
 from agentbase.adapters import AsyncMem0Adapter, Mem0Adapter  # noqa: E402
 from agentbase.embeddings import HashEmbedder  # noqa: E402
@@ -50,7 +51,7 @@ class CountingEmbedder(HashEmbedder):
 
 def make_db(path: Path, embedder=None) -> AgentBase:
     """An AgentBase on ``path`` with the hash embedder and the regex NER (fast, deterministic, offline)."""
-    return AgentBase(path, settings=load_settings(ner="regex"), embedder=embedder or HashEmbedder(dims=64))
+    return AgentBase(database_for(path), settings=load_settings(ner="regex"), embedder=embedder or HashEmbedder(dims=64))
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import openai
 import pytest
 import uvicorn
 
+from agentbase.testing import database_for
 from agentbase import AgentBase, load_settings
 from agentbase.web import create_app
 
@@ -34,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def open_db(path: Path) -> AgentBase:
     """An AgentBase on ``path`` with the deterministic hash embedder and the regex entity extractor."""
-    return AgentBase(path, settings=load_settings(ner="regex", embedder={"provider": "hash", "dims": 64}))
+    return AgentBase(database_for(path), settings=load_settings(ner="regex", embedder={"provider": "hash", "dims": 64}))
 
 
 class LiveServer:

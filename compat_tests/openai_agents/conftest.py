@@ -18,6 +18,7 @@ os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
 import pytest  # noqa: E402
 from agents import SQLiteSession, set_tracing_disabled  # noqa: E402
 
+from agentbase.testing import database_for  # noqa: E402
 from agentbase import AgentBase, load_settings  # noqa: E402
 from agentbase.adapters import AgentBaseSession  # noqa: E402
 
@@ -26,7 +27,7 @@ set_tracing_disabled(True)
 
 def open_db(path: Path) -> AgentBase:
     """An AgentBase on ``path`` with the deterministic hash embedder and the regex entity extractor."""
-    return AgentBase(path, settings=load_settings(ner="regex", embedder={"provider": "hash", "dims": 64}))
+    return AgentBase(database_for(path), settings=load_settings(ner="regex", embedder={"provider": "hash", "dims": 64}))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mem0-shared-"))
 
 import pytest  # noqa: E402
 
+from agentbase.testing import database_for
 from agentbase import AgentBase, load_settings  # noqa: E402
 from agentbase.embeddings import HashEmbedder  # noqa: E402
 
@@ -19,7 +20,7 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 @pytest.fixture
 def db(tmp_path):
-    ab = AgentBase(tmp_path / "shared.db", settings=load_settings(ner="regex"),
+    ab = AgentBase(database_for(tmp_path / "shared.db"), settings=load_settings(ner="regex"),
                    embedder=HashEmbedder(dims=64))
     yield ab
     ab.sync.close()

@@ -870,3 +870,34 @@ async def test_embedding_settings_changed_on_an_open_database_apply_to_the_next_
         assert embedded.endswith(" ...") and len(embedded) <= 40 + len(" ...")
     finally:
         await db.close()
+
+
+async def test_identical_text_is_embedded_once_per_model_and_file(tmp_path):
+    """The embedding cache (keyed by model and the text's sha256) serves every entry with the same embedded text,
+    in the same batch, in a later batch and after the file is reopened; each entry still gets its own vector."""
+    from agentbase import AgentBase, load_settings
+
+    text = "My favourite drink is mango lassi"
+    emb = _RecordingHash()
+    db = AgentBase(tmp_path / "cache.db", settings=load_settings(ner="regex"), embedder=emb)
+    try:
+        await db.add_memory(text, user_id="ann")
+        await db.add_memory(text, user_id="bob")
+        await db.flush()
+        await db.add_memory(text, user_id="cat")
+        await db.add_memory("Something else entirely", user_id="cat")
+        await db.flush()
+        assert emb.texts.count(text) == 1 and emb.texts.count("Something else entirely") == 1
+    finally:
+        await db.close()
+    emb2 = _RecordingHash()
+    db = AgentBase(tmp_path / "cache.db", settings=load_settings(ner="regex"), embedder=emb2)
+    try:
+        await db.add_memory(text, user_id="dan")
+        await db.flush()
+        assert emb2.texts == []
+        for user in ("ann", "bob", "cat", "dan"):
+            hits = await db.find("mango lassi", user_id=user, mode="vector", top_k=1)
+            assert [h.entry.l2_full for h in hits] == [text] and hits[0].entry.user_id == user
+    finally:
+        await db.close()

@@ -1,4 +1,4 @@
-"""The PostgreSQL engine's connection layer on a real server (tests/postgres_server.py): schema creation, reopen,
+"""The PostgreSQL engine's connection layer on a real server (agentbase/testing.py): schema creation, reopen,
 version refusal, transactions, error translation and URL redaction."""
 
 from __future__ import annotations

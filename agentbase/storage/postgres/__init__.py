@@ -1,9 +1,17 @@
 """The PostgreSQL + pgvector engine's named operations, grouped as in ``storage/sqlite/`` (same module and
 function names, same signatures and row shapes), reached through a :class:`~.connection.PgDatabase` as
 ``db.ops.<group>``. Install with ``pip install 'agentbase[postgres]'`` (psycopg 3, psycopg-pool, pgvector)."""
-from . import load  # noqa: E402,F401
 
-from . import checkpoints  # noqa: E402,F401
-from . import graph  # noqa: E402,F401
-from . import lifecycle  # noqa: E402,F401
-from . import archives  # noqa: E402,F401
+from . import filters as filters
+from . import jobs as jobs
+from . import scopes as scopes
+from . import sessions as sessions
+from . import traces as traces
+from . import skills as skills
+from . import keyword as keyword
+from . import vectors as vectors
+from . import load as load
+from . import checkpoints as checkpoints
+from . import graph as graph
+from . import lifecycle as lifecycle
+from . import archives as archives

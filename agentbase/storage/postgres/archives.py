@@ -13,8 +13,8 @@ What differs from the SQLite engine, and why:
   order, ``COLLATE "C"``), where SQLite writes insertion order. The rows are the same; only the line order of
   those three members can differ between engines (import does not depend on it). Other members are ordered by
   the same keys as on SQLite, compared in byte order.
-- ``DERIVED_ENTRY_COLUMNS`` also names ``fts`` and ``doc_len`` (the keyword index's tsvector and token count):
-  never exported, rebuilt on import from the keyword text (:func:`~.bm25.keyword_document`), with the keyword
+- ``entries`` also has ``fts`` and ``doc_len`` (the keyword index's tsvector and token count): never exported,
+  left out of :func:`entry_table_columns` (so callers see SQLite's column list), rebuilt on import from the keyword text (:func:`~.bm25.keyword_document`), with the keyword
   statistics moved on (:func:`~.bm25.adjust_stats`), as SQLite's FTS5 triggers do.
 - ``INSERT OR IGNORE`` is ``ON CONFLICT DO NOTHING``: it skips rows whose key exists, but a value of the wrong
   type or one a CHECK refuses fails the import (SQLite's ``OR IGNORE`` skips those rows silently).
@@ -25,6 +25,7 @@ What differs from the SQLite engine, and why:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ...errors import StorageError
@@ -32,8 +33,11 @@ from .bm25 import adjust_stats, keyword_document
 from .connection import redact_url
 from .graph import _graph_lock
 
-#: Columns that exist only to serve the database (rebuilt on import, never exported).
-DERIVED_ENTRY_COLUMNS = ("rid", "fts_text", "fts", "doc_len")
+#: Columns that exist only to serve the database (rebuilt on import, never exported); the same as SQLite's.
+DERIVED_ENTRY_COLUMNS = ("rid", "fts_text")
+#: This engine's keyword-index columns of entries (SQLite keeps its index in FTS5 tables): never exported, not
+#: listed by :func:`entry_table_columns`, computed on import.
+_INDEX_COLUMNS = ("fts", "doc_len")
 
 _C = 'COLLATE "C"'
 # member -> the query that exports it in a stable order
@@ -66,7 +70,7 @@ _ENTRY_COLUMNS_SQL = ("SELECT column_name FROM information_schema.columns WHERE 
                       "AND table_name = 'entries' ORDER BY ordinal_position")
 
 
-def snapshot(path: Any, driver: str, busy_timeout_s: float) -> dict[str, list[dict[str, Any]]]:
+def snapshot(path: Path | str, driver: str, busy_timeout_s: float) -> dict[str, list[dict[str, Any]]]:
     """Read every exported table in one read-only repeatable-read transaction of a private connection (a
     consistent snapshot; blocking, run it in a thread). ``entries.jsonl`` rows carry ``embedded`` (0/1).
 
@@ -95,7 +99,7 @@ def snapshot(path: Any, driver: str, busy_timeout_s: float) -> dict[str, list[di
             with conn.transaction():
                 conn.execute("SET LOCAL lock_timeout = %s" % max(1, int(busy_timeout_s * 1000)))
                 columns = [r[0] for r in conn.execute(_ENTRY_COLUMNS_SQL).fetchall()
-                           if r[0] not in DERIVED_ENTRY_COLUMNS]
+                           if r[0] not in DERIVED_ENTRY_COLUMNS + _INDEX_COLUMNS]
                 out: dict[str, list[dict[str, Any]]] = {}
                 for member, sql in _EXPORTS.items():
                     cur = conn.execute(sql.format(columns=", ".join(f'e."{c}"' for c in columns)))
@@ -114,8 +118,9 @@ async def schema_version(c: Any) -> int | None:
 
 # ---------------------------------------------------------------------------------------------------- import
 async def entry_table_columns(conn: Any) -> list[str]:
-    """The columns of the entries table, in schema order (derived ones included, as SQLite's ``table_info``)."""
-    return [r[0] for r in await conn.fetchall(_ENTRY_COLUMNS_SQL)]
+    """The columns of the entries table, in schema order: derived ones included (as SQLite's ``table_info``),
+    this engine's keyword-index columns (``fts``, ``doc_len``) left out, so the list is the SQLite one."""
+    return [r[0] for r in await conn.fetchall(_ENTRY_COLUMNS_SQL) if r[0] not in _INDEX_COLUMNS]
 
 
 async def insert_entry_columns(conn: Any, values: dict[str, Any], fts_text: str, tags: Sequence[str]) -> None:
@@ -125,7 +130,7 @@ async def insert_entry_columns(conn: Any, values: dict[str, Any], fts_text: str,
     Raises:
         StorageError: the id exists, or a value does not fit its column's type.
     """
-    cols = [c for c in values if c not in DERIVED_ENTRY_COLUMNS]
+    cols = [c for c in values if c not in DERIVED_ENTRY_COLUMNS + _INDEX_COLUMNS]
     vector, length = keyword_document(fts_text)
     names = ", ".join(f'"{c}"' for c in cols)
     marks = ", ".join(["%s"] * len(cols))

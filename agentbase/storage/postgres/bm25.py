@@ -83,10 +83,10 @@ async def ranked(c: Any, scored: dict[str, float], match: list[str], where: str,
         "/ (cardinality(u.positions) + %s * (1 - %s + %s * c.doc_len / %s))) * %s)::bigint AS s "
         "FROM cand c CROSS JOIN LATERAL unnest(c.fts) u JOIN q ON q.lex = u.lexeme "
         "GROUP BY c.rid ORDER BY s, c.rid LIMIT %s")
-    args: list[Any] = [lexemes, [scored[x] for x in lexemes], tsquery_literal(match)]
+    args: list[Any] = [lexemes, [scored[x] for x in lexemes], match]
     if within:
-        args.append(tsquery_literal(within))
+        args.append(within)
     if exclude:
-        args.append(tsquery_literal(exclude))
+        args.append(exclude)
     args += [*params, K1 + 1.0, K1, B, B, float(avgdl), float(scale), int(n)]
     return [(int(r[0]), int(r[1])) for r in await c.fetchall(sql, args)]

@@ -35,7 +35,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the annotations name this engine's connections as the SQLite module names its own
+    from .connection import PgDatabase as Database
+    from .connection import PgWriter as Writer
 
 __all__ = [
     "copy_thread",
@@ -80,14 +84,14 @@ def _row_to_dict(row: tuple) -> dict[str, Any]:
 CHECKPOINT_LOCK = 0x61676263
 
 
-async def _lock_threads(conn: Any, thread_ids: Sequence[str], *, shared: bool) -> None:
+async def _lock_threads(conn: Writer, thread_ids: Sequence[str], *, shared: bool) -> None:
     """Hold the advisory lock of each thread until COMMIT, in sorted order (two deleters cannot deadlock)."""
     fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
     for thread_id in sorted(set(thread_ids)):
         await conn.execute(f"SELECT {fn}(%s, hashtext(%s))", (CHECKPOINT_LOCK, thread_id))
 
 
-async def _gc_blobs(conn: Any, thread_ids: Sequence[str]) -> None:
+async def _gc_blobs(conn: Writer, thread_ids: Sequence[str]) -> None:
     """Delete the channel values of ``thread_ids`` that no remaining checkpoint of their namespace points at."""
     if not thread_ids:
         return
@@ -97,7 +101,7 @@ async def _gc_blobs(conn: Any, thread_ids: Sequence[str]) -> None:
         "AND c.checkpoint_ns = b.checkpoint_ns AND j.key = b.channel AND j.value = b.version)", (list(thread_ids),))
 
 
-async def put_checkpoint(db: Any, *, thread_id: str, checkpoint_ns: str, checkpoint_id: str,
+async def put_checkpoint(db: Database, *, thread_id: str, checkpoint_ns: str, checkpoint_id: str,
                          parent_checkpoint_id: str | None, type_: str, checkpoint: bytes,
                          metadata: dict[str, Any], channel_versions: dict[str, str], run_id: str | None,
                          blobs: Sequence[tuple[str, str, str, bytes]], created_at: str) -> None:
@@ -127,7 +131,7 @@ async def put_checkpoint(db: Any, *, thread_id: str, checkpoint_ns: str, checkpo
                        key=lambda r: (r[2], r[3])))  # stable: of two values for one key the last still wins
 
 
-async def put_writes(db: Any, *, thread_id: str, checkpoint_ns: str, checkpoint_id: str,
+async def put_writes(db: Database, *, thread_id: str, checkpoint_ns: str, checkpoint_id: str,
                      writes: Sequence[tuple[str, int, str, str, bytes, str]]) -> None:
     """Store pending writes ``(task_id, idx, channel, type, value, task_path)`` in one transaction.
 
@@ -153,7 +157,7 @@ async def put_writes(db: Any, *, thread_id: str, checkpoint_ns: str, checkpoint_
                                    replace)
 
 
-async def _attach(db: Any, record: dict[str, Any]) -> dict[str, Any]:
+async def _attach(db: Database, record: dict[str, Any]) -> dict[str, Any]:
     """Add ``blobs`` ``{channel: (type, value)}`` and ``writes`` (ordered by task path, task id, index)."""
     key = (record["thread_id"], record["checkpoint_ns"])
     rows = await db.fetchall(
@@ -169,7 +173,7 @@ async def _attach(db: Any, record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-async def get_checkpoint(db: Any, thread_id: str, checkpoint_ns: str,
+async def get_checkpoint(db: Database, thread_id: str, checkpoint_ns: str,
                          checkpoint_id: str | None) -> dict[str, Any] | None:
     """One checkpoint (the newest, by checkpoint id in byte order, of the thread and namespace when
     ``checkpoint_id`` is None) with its channel values and writes, or None.
@@ -219,7 +223,7 @@ def _scalar_clause(key: str, value: Any) -> tuple[str, list[Any]] | None:
 _NUL_ESCAPE = "\\u0000"
 
 
-async def list_checkpoints(db: Any, *, thread_id: str | None, checkpoint_ns: str | None,
+async def list_checkpoints(db: Database, *, thread_id: str | None, checkpoint_ns: str | None,
                            checkpoint_id: str | None, before_id: str | None, metadata_filter: dict[str, Any],
                            limit: int | None) -> list[dict[str, Any]]:
     """Checkpoints newest first (checkpoint id descending, then thread and namespace, byte order) with values and
@@ -270,7 +274,7 @@ async def list_checkpoints(db: Any, *, thread_id: str | None, checkpoint_ns: str
         offset += len(rows)
 
 
-async def delete_threads(db: Any, thread_ids: Sequence[str]) -> int:
+async def delete_threads(db: Database, thread_ids: Sequence[str]) -> int:
     """Delete every checkpoint, channel value and write of ``thread_ids``; return the checkpoints deleted."""
     ids = list(thread_ids)
     if not ids:
@@ -283,7 +287,7 @@ async def delete_threads(db: Any, thread_ids: Sequence[str]) -> int:
     return deleted
 
 
-async def delete_checkpoints(db: Any, thread_id: str, checkpoint_ns: str, checkpoint_ids: Sequence[str]) -> int:
+async def delete_checkpoints(db: Database, thread_id: str, checkpoint_ns: str, checkpoint_ids: Sequence[str]) -> int:
     """Delete these checkpoints of one thread and namespace with their writes and the channel values nothing points
     at any more; return the checkpoints deleted."""
     ids = list(checkpoint_ids)
@@ -297,7 +301,7 @@ async def delete_checkpoints(db: Any, thread_id: str, checkpoint_ns: str, checkp
     return deleted
 
 
-async def delete_runs(db: Any, run_ids: Sequence[str]) -> int:
+async def delete_runs(db: Database, run_ids: Sequence[str]) -> int:
     """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``, with their writes and the channel
     values no other checkpoint points at; return the checkpoints deleted."""
     ids = list(run_ids)
@@ -320,7 +324,7 @@ async def delete_runs(db: Any, run_ids: Sequence[str]) -> int:
     return len(rows)
 
 
-async def copy_thread(db: Any, source: str, target: str) -> int:
+async def copy_thread(db: Database, source: str, target: str) -> int:
     """Copy every checkpoint, channel value and write of thread ``source`` to thread ``target`` (same ids; rows
     the target already has under those keys are replaced); return the checkpoints copied."""
     async with db.transaction() as conn:
@@ -341,7 +345,7 @@ async def copy_thread(db: Any, source: str, target: str) -> int:
     return copied
 
 
-async def prune_threads(db: Any, thread_ids: Sequence[str], *, keep_latest: bool) -> int:
+async def prune_threads(db: Database, thread_ids: Sequence[str], *, keep_latest: bool) -> int:
     """Delete all but the newest checkpoint (byte order of ids) of each namespace of ``thread_ids``
     (``keep_latest``) or all of them, with the writes of the deleted checkpoints and the channel values nothing
     points at any more; return the checkpoints deleted."""

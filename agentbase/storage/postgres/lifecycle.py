@@ -91,7 +91,7 @@ def _run(argv: list[str], env: dict[str, str], timeout_s: float | None, url: str
                            f"{done.stderr.strip()[-2000:]}")
 
 
-def backup_file(src_path: Any, target: Path, driver: str, busy_timeout_s: float) -> None:
+def backup_file(src_path: Path | str, target: Path, driver: str, busy_timeout_s: float) -> None:
     """Dump the live database to ``target`` (blocking; run it in a thread): ``pg_dump --format=custom`` written as
     ``<target>.partial``, checked with ``pg_restore --list``, then renamed, so ``target`` is whole or absent.
 

@@ -8,11 +8,25 @@ column order each function documents; turning them into models is the caller's (
 
 Groups moved here so far: ``graph``, ``scopes`` (heartbeats), ``lifecycle``, ``skills``, ``sessions`` (and
 messages), ``archives``, ``traces`` (and the debug views), ``checkpoints`` (LangGraph), the job queue (``jobs``),
-plus the filter SQL (``filters``). The rest of the package's SQL (entries, the keyword and vector legs, the
-embedding cache, migrations) still lives in ``storage/entries.py``, ``storage/sqlite/connection.py``,
+the keyword leg (``keyword``), the vector leg, its index and the matrix's reads (``vectors``), find()'s other
+reads (``retrieval``), ``entries`` (entry rows, tags, history), ``meta`` (key/value facts, stats counts,
+index rebuilds), the session commit and LLM ingest jobs (``ingest``), the embedding cache and vectors rows
+(``embeddings``), plus the filter SQL (``filters``). The rest of the package's SQL (migrations) lives in
+``storage/sqlite/connection.py``,
 ``storage/sqlite/schema.py`` and the modules that use it, and moves group by group (issue 25).
 """
 
 from . import archives, checkpoints, dump, graph, jobs, lifecycle, scopes, sessions, skills, traces
+from . import keyword  # (the keyword leg)
+from . import vectors  # (the vector leg, its index writes, the matrix's reads)
+from . import retrieval  # (find()'s other reads)
+from . import entries, meta
+from . import embeddings, ingest
+from . import filters as filters  # db.ops.filters: the engine's filter SQL
 
 __all__ = ["archives", "checkpoints", "dump", "graph", "jobs", "lifecycle", "scopes", "sessions", "skills", "traces"]
+__all__ += ["keyword"]
+__all__ += ["vectors"]
+__all__ += ["retrieval"]
+__all__ += ["entries", "meta"]
+__all__ += ["embeddings", "ingest"]

@@ -156,6 +156,8 @@ class Database:
         degrade_reason: why the fallback is used, or None.
     """
 
+    engine = "sqlite"  # the engine's name (the PostgreSQL engine's connection says "postgres")
+
     def __init__(self, path: Path, busy_timeout_s: float, vector_engine: str = "auto", synchronous: str = "FULL",
                  mmap_mb: int = 0):
         self.path = path

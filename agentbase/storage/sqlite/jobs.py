@@ -82,3 +82,15 @@ async def put_back(conn: Any, due: Sequence[tuple[int, str]], now: str) -> None:
     """Return claimed jobs to ``pending`` without counting an attempt, each due at its given time."""
     await conn.executemany("UPDATE jobs SET status = 'pending', next_run_at = ?, updated_at = ? "
                            "WHERE id = ? AND status = 'running'", [(when, now, job_id) for job_id, when in due])
+
+
+async def enqueue(conn: Any, kind: str, target: str, now: str) -> None:
+    """Queue a job of ``kind`` for ``target`` due at ``now``, or re-arm the existing one (one row per (kind,
+    target): back to ``pending``, attempts and error cleared)."""
+    await conn.execute(
+        "INSERT INTO jobs(kind, target, status, attempts, next_run_at, created_at, updated_at) "
+        "VALUES (?, ?, 'pending', 0, ?, ?, ?) "
+        "ON CONFLICT(kind, target) DO UPDATE SET status='pending', attempts=0, next_run_at=excluded.next_run_at, "
+        "last_error=NULL, updated_at=excluded.updated_at",
+        (kind, target, now, now, now),
+    )

@@ -93,6 +93,27 @@ async def delete_session_rows(conn: Any, session_id: str) -> bool:
     return cur.rowcount > 0
 
 
+
+async def pending_sharing_owners(c: Any, entry_id: str) -> list[str]:
+    """Ids of the sessions with exactly the owners (user, agent, project) of entry ``entry_id`` whose committed
+    messages still wait for their queued enrichment."""
+    rows = await c.fetchall(
+        "SELECT s.id FROM sessions s JOIN entries e ON s.user_id IS e.user_id AND s.agent_id IS e.agent_id "
+        "AND s.project_id IS e.project_id WHERE e.id = ? AND s.enriched_seq < s.committed_seq", (entry_id,))
+    return [r[0] for r in rows]
+
+
+async def pending_of_owners(c: Any, owners: dict[str, Any]) -> list[str]:
+    """Ids of the sessions of ``owners`` (``user_id`` / ``agent_id`` / ``project_id`` / ``session_id`` -> id; an
+    empty dict: every session) whose committed messages still wait for their queued enrichment."""
+    bad = set(owners) - {"user_id", "agent_id", "project_id", "session_id"}
+    if bad:  # the entry API's owner keys, never user input; checked all the same
+        raise ValueError(f"unknown owner keys {sorted(bad)}")
+    where = "".join(f" AND {('id' if k == 'session_id' else k)} = ?" for k in owners)
+    rows = await c.fetchall(f"SELECT id FROM sessions WHERE enriched_seq < committed_seq{where}",
+                            list(owners.values()))
+    return [r[0] for r in rows]
+
 # ------------------------------------------------------------------------------------------------ messages
 async def taken_message_ids(conn: Any, ids: Sequence[str], *, other_than: str | None = None) -> list[str]:
     """The ``ids`` that already name a message (of a session other than ``other_than``, when given)."""

@@ -1,5 +1,5 @@
 """The storage contract suite runs every test on both engines: a real SQLite file and a real PostgreSQL database
-(tests/postgres_server.py). A test receives ``store``, an open engine connection (``Database`` or ``PgDatabase``),
+(agentbase/testing.py). A test receives ``store``, an open engine connection (``Database`` or ``PgDatabase``),
 and calls only its named operations (``store.ops.<group>``) and transactions, so one assertion holds for both."""
 
 from __future__ import annotations

@@ -215,3 +215,9 @@ def test_postgres_snapshot_of_an_unreachable_server_names_no_password():
     with pytest.raises(StorageError) as err:
         archives.snapshot("postgresql://agent:s3cret-pw@127.0.0.1:1/nodb", "psycopg", 1.0)
     assert "s3cret-pw" not in str(err.value) and "***" in str(err.value)
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    from tests.storage.contract.seed import assert_same_interface
+
+    assert_same_interface("archives")

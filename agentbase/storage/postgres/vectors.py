@@ -1,0 +1,145 @@
+"""The vector leg of ``find()`` on PostgreSQL: pgvector over ``embeddings.vector``, with an HNSW index (cosine).
+
+The ``embeddings`` row is both the source of truth and the index: there is no derived table to keep in step, so
+``upsert`` has nothing to write and ``delete`` removes the row. pgvector indexes need a fixed dimension while the
+column holds any, so the HNSW index is built on the expression ``vector::vector(<dims>)`` when the file's
+dimension is known (:func:`create_index`, as the SQLite engine creates ``vec_entries``), and queries use the same
+expression.
+
+Filters are applied before the cut (contract of ``storage/sqlite/vectors.py``). When at most ``EXACT_MAX_ROWS``
+entries pass the filter, the search is an exact scan of them (small owners, small databases: the answer equals
+the SQLite engine's); above that, an HNSW scan with pgvector's iterative index scan
+(``hnsw.iterative_scan = strict_order``, pgvector >= 0.8: the scan goes on until ``k`` rows pass the filter, up to
+``hnsw.max_scan_tuples``) and ``hnsw.ef_search`` raised to at least ``4 k`` (https://github.com/pgvector/pgvector,
+"Iterative Index Scans"). The in-process matrix is a SQLite-engine detail and is not used here; its read
+operations exist for completeness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+EXACT_MAX_ROWS = 20_000  # filtered rows up to which the leg scans exactly (~10 ms at 384 dims on one core)
+_INDEX = "ix_embeddings_hnsw"
+
+
+def _vec(value: Any) -> np.ndarray:
+    """A stored pgvector value (``pgvector.Vector``, numpy array or text) as float32."""
+    if hasattr(value, "to_numpy"):
+        return np.asarray(value.to_numpy(), dtype=np.float32)
+    if isinstance(value, str):
+        return np.asarray([float(x) for x in value.strip("[]").split(",") if x], dtype=np.float32)
+    return np.asarray(value, dtype=np.float32)
+
+
+async def create_index(conn: Any, dims: int) -> None:
+    """Create the HNSW index (cosine) for ``dims``-dimensional vectors if missing (one per database: the file's
+    dimension is fixed, as on SQLite)."""
+    await conn.execute(f"CREATE INDEX IF NOT EXISTS {_INDEX} ON embeddings USING hnsw "
+                       f"((vector::vector({int(dims)})) vector_cosine_ops)")
+
+
+async def upsert(conn: Any, engine: str, rid: int, vector: Sequence[float] | np.ndarray) -> None:
+    """Nothing to write: the ``embeddings`` row (written by the caller) is indexed by HNSW itself."""
+    return None
+
+
+async def delete(conn: Any, engine: str, rid: int) -> None:
+    """Remove entry ``rid``'s vector (its ``embeddings`` row, and so its index entry)."""
+    await conn.execute("DELETE FROM embeddings WHERE rid = %s", (rid,))
+
+
+async def _index_dims(c: Any) -> int | None:
+    row = await c.fetchone("SELECT pg_get_indexdef(%s::regclass)", (_INDEX,)) \
+        if await c.fetchone("SELECT to_regclass(%s)", (_INDEX,)) != (None,) else None
+    if not row:
+        return None
+    text = row[0]
+    at = text.find("vector(")
+    return int(text[at + 7:text.index(")", at)]) if at >= 0 else None
+
+
+async def nearest(c: Any, engine: str, query: Sequence[float] | np.ndarray, k: int, where_sql: str,
+                  params: Sequence[Any]) -> list[tuple[int, float]]:
+    """The ``k`` entries nearest to ``query`` (cosine distance) among those passing the filter; ``[(rid,
+    distance)]`` ascending, ties by rid. As the SQLite engine's ``vectors.nearest`` (exact up to
+    ``EXACT_MAX_ROWS`` filtered rows, HNSW with iterative scan above).
+
+    Raises:
+        StorageError: the query failed.
+    """
+    q = np.asarray(query, dtype=np.float32)
+    dims, k = int(q.shape[0]), int(k)
+    if k <= 0:
+        return []
+    qtext = "[" + ",".join(repr(float(x)) for x in q) + "]"
+    bounded = await c.fetchone(
+        f"SELECT count(*) FROM (SELECT 1 FROM entries e WHERE {where_sql} LIMIT {EXACT_MAX_ROWS + 1}) s",
+        list(params))
+    if int(bounded[0]) <= EXACT_MAX_ROWS or await _index_dims(c) != dims:
+        rows = await c.fetchall(
+            f"SELECT v.rid, (v.vector <=> %s::vector) AS d FROM entries e JOIN embeddings v ON v.rid = e.rid "
+            f"WHERE v.dims = %s AND {where_sql} ORDER BY d, v.rid LIMIT %s", [qtext, dims, *params, k])
+        return [(int(r[0]), float(r[1])) for r in rows]
+    rows = await _hnsw(c, qtext, dims, k, where_sql, list(params))
+    return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (p[1], p[0]))
+
+
+async def _hnsw(c: Any, qtext: str, dims: int, k: int, where_sql: str, params: list[Any]) -> list[tuple]:
+    sql = (f"SELECT v.rid, (v.vector::vector({dims}) <=> %s::vector({dims})) AS d FROM embeddings v "
+           f"JOIN entries e ON e.rid = v.rid WHERE {where_sql} "
+           f"ORDER BY v.vector::vector({dims}) <=> %s::vector({dims}) LIMIT %s")
+    settings = ("SET LOCAL hnsw.iterative_scan = strict_order",
+                f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 4 * k))}")
+    if hasattr(c, "transaction"):  # a Database: run in a read transaction of its own, so SET LOCAL applies
+        async with c.transaction(durable=False) as conn:
+            for statement in settings:
+                await conn.execute(statement)
+            return await conn.fetchall(sql, [qtext, *params, qtext, k])
+    for statement in settings:
+        await c.execute(statement)
+    return await c.fetchall(sql, [qtext, *params, qtext, k])
+
+
+# ------------------------------------------------------------- the in-process matrix's reads (SQLite detail)
+async def log_since(c: Any, seq: int) -> list[tuple[int, int]]:
+    """No vector log on this engine: always ``[]``."""
+    return []
+
+
+async def log_first_seq(c: Any) -> int | None:
+    """No vector log on this engine: always None."""
+    return None
+
+
+async def log_last_seq(c: Any) -> int:
+    """No vector log on this engine: always 0."""
+    return 0
+
+
+async def vectors_of(c: Any, rids: Sequence[int]) -> list[tuple[int, bytes]]:
+    """The stored vectors of these rids as ``(rid, float32 bytes)`` (as the SQLite engine returns them)."""
+    rows = await c.fetchall("SELECT rid, vector FROM embeddings WHERE rid = ANY(%s)", (list(map(int, rids)),))
+    return [(int(r[0]), _vec(r[1]).tobytes()) for r in rows]
+
+
+async def file_dims(c: Any) -> int:
+    """The database's vector dimension: ``meta.vector_dims``, else the largest stored, else 0."""
+    row = await c.fetchone("SELECT COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'vector_dims'), "
+                           "(SELECT MAX(dims) FROM embeddings), 0)")
+    return int(row[0]) if row else 0
+
+
+async def count_of_dims(c: Any, dims: int) -> int:
+    """How many stored vectors have ``dims`` values."""
+    row = await c.fetchone("SELECT COUNT(*) FROM embeddings WHERE dims = %s", (dims,))
+    return int(row[0]) if row else 0
+
+
+async def vectors_of_dims(c: Any, dims: int) -> list[tuple[int, bytes]]:
+    """Every stored vector of ``dims`` values, as ``(rid, float32 bytes)``."""
+    rows = await c.fetchall("SELECT rid, vector FROM embeddings WHERE dims = %s", (dims,))
+    return [(int(r[0]), _vec(r[1]).tobytes()) for r in rows]
