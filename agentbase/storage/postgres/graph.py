@@ -223,15 +223,13 @@ async def source_rids(c: Any, entity_ids: Sequence[str], filters: Any, limit: in
     """Row ids of the entries (passing ``filters``, a :class:`~agentbase.retrieval.filters.Filters`) that are the
     source of relations about these entities: currently valid relations first, then newest ``valid_from``.
 
-    The filter SQL is this engine's (``storage/postgres/filters.py``); ``filters.where`` validates first.
+    The filter SQL is this engine's (``filters.where("e", c.ops)``: ``storage/postgres/filters.py``, validated
+    first).
 
     Raises:
         ValidationError: a bad filter (nothing is read).
     """
-    from . import filters as pg_filters  # storage/postgres/filters.py
-
-    filters.where("e")  # validation only; its SQL is the SQLite engine's
-    where, params = pg_filters.where(filters, "e")
+    where, params = filters.where("e", c.ops)
     ids = list(entity_ids)
     rows = await c.fetchall(
         f"SELECT e.rid, bool_or(r.valid_to IS NULL) AS open_, MAX(r.valid_from {_C}) AS vf FROM relations r "

@@ -5,7 +5,6 @@ and concurrent writers resolving one name to one entity."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 
 import pytest
@@ -188,8 +187,6 @@ async def test_forget_source_reopens_what_it_closed(store, engine):
 
 
 async def test_source_rids_orders_open_first_and_filters(store, engine):
-    if engine == "postgres" and importlib.util.find_spec("agentbase.storage.postgres.filters") is None:
-        pytest.skip("storage/postgres/filters.py (the filter SQL) is another group's")
     rids = {m: await add_entry(store, engine, m, user_id=u, status=s)
             for m, u, s in (("m1", "u1", "active"), ("m2", "u1", "active"), ("m3", "u2", "active"),
                             ("m4", "u1", "archived"))}
@@ -209,6 +206,11 @@ async def test_source_rids_orders_open_first_and_filters(store, engine):
     # m1 is the source of an open relation about c (r5), so it comes first, newest valid_from of its rows
     assert await g.source_rids(store, ["c"], Filters(), 10) == [rids["m1"], rids["m3"], rids["m2"]]
     assert await g.source_rids(store, ["nobody"], Filters(), 10) == []
+    assert await g.source_rids(store, ["a"], Filters(metadata={"it's %s": "ü"}), 10) == []
+    from agentbase.errors import ValidationError
+
+    with pytest.raises(ValidationError):
+        await g.source_rids(store, ["a"], Filters(metadata={"k": [1]}), 10)
 
 
 async def test_memory_rows_to_read_and_active_memory_row(store, engine):
