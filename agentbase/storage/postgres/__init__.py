@@ -11,6 +11,8 @@ from . import skills as skills
 from . import keyword as keyword
 from . import vectors as vectors
 from . import load as load
+from . import entries as entries
+from . import meta as meta
 from . import checkpoints as checkpoints
 from . import graph as graph
 from . import lifecycle as lifecycle
