@@ -13,3 +13,7 @@ from . import vectors as vectors
 from . import load as load
 from . import entries as entries
 from . import meta as meta
+from . import checkpoints as checkpoints
+from . import graph as graph
+from . import lifecycle as lifecycle
+from . import archives as archives

@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
 EXPORTED_MEMBERS = tuple(_EXPORTS)
 
 
-def snapshot(path: Path, driver: str, busy_timeout_s: float) -> dict[str, list[dict[str, Any]]]:
+def snapshot(path: Path | str, driver: str, busy_timeout_s: float) -> dict[str, list[dict[str, Any]]]:
     """Read every exported table in one read transaction of a private connection (a consistent snapshot; blocking,
     run it in a thread). ``entries.jsonl`` rows carry ``embedded`` (0/1).
 

@@ -58,7 +58,7 @@ def _connect_fn(driver: str) -> Any:
     return sqlite3.connect
 
 
-def backup_file(src_path: Path, target: Path, driver: str, busy_timeout_s: float) -> None:
+def backup_file(src_path: Path | str, target: Path, driver: str, busy_timeout_s: float) -> None:
     """Copy the live file to ``target`` with SQLite's online backup API (blocking; run it in a thread): written as
     ``<target>.partial``, checked with ``PRAGMA quick_check``, then renamed, so ``target`` is whole or absent.
 
