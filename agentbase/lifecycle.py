@@ -38,7 +38,7 @@ __all__ = ["DEFAULT_TAU0_DAYS", "REINFORCEMENT", "strength"]
 DEFAULT_TAU0_DAYS = 30.0
 REINFORCEMENT = 1.5  # tau multiplier per recall
 _DAY_S = 86400.0
-_BACKUP_NAME = re.compile(r"^(?P<stem>.+)-(?P<stamp>\d{8}T\d{6}\d{6}Z)\.db$")
+_BACKUP_NAME = re.compile(r"^(?P<stem>.+)-(?P<stamp>\d{8}T\d{6}\d{6}Z)\.(db|dump)$")
 
 
 def strength(created_at: datetime, last_accessed_at: datetime | None, access_count: int, now: datetime,
@@ -162,6 +162,14 @@ async def set_status(ab: Any, entry_ids: list[str], status: str, reason: str | N
 
 
 # ------------------------------------------------------------------------------------------------ backups
+def _database_name(url: str) -> str:
+    """The database a PostgreSQL URL names (``agentbase`` when it names none), safe as a file name stem."""
+    from urllib.parse import urlsplit
+
+    name = urlsplit(url).path.lstrip("/") or "agentbase"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
 def list_backups(dest_dir: Path, stem: str) -> list[Path]:
     """Backup files of the database ``stem`` in ``dest_dir``, oldest first (timestamped names sort by time)."""
     if not dest_dir.is_dir():
@@ -181,12 +189,14 @@ async def backup(ab: Any, dest_dir: str | Path, *, keep: int | None) -> dict[str
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"cannot create backup folder {dest}: {exc}") from exc
-    stem = ab.path.stem
+    # a SQLite file is copied to <stem>-<time>Z.db; a PostgreSQL database is dumped (pg_dump custom format) to
+    # <database name>-<time>Z.dump
+    stem, suffix = (ab.path.stem, ".db") if ab.url is None else (_database_name(ab.url), ".dump")
     now = utcnow()
-    target = dest / f"{stem}-{now.strftime('%Y%m%dT%H%M%S%f')}Z.db"
+    target = dest / f"{stem}-{now.strftime('%Y%m%dT%H%M%S%f')}Z{suffix}"
     while target.exists():  # two backups within one microsecond
         now = utcnow()
-        target = dest / f"{stem}-{now.strftime('%Y%m%dT%H%M%S%f')}Z.db"
+        target = dest / f"{stem}-{now.strftime('%Y%m%dT%H%M%S%f')}Z{suffix}"
     try:
         await asyncio.to_thread(db.ops.lifecycle.backup_file, ab.path, target, db.driver, ab.settings.storage.busy_timeout_s)
     except DRIVER_ERRORS as exc:

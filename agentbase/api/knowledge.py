@@ -212,7 +212,9 @@ class KnowledgeAPI:
 
     @bridged
     async def backup(self, dest_dir: str | Path, *, keep: int | None = None) -> dict[str, Any]:
-        """Copy the database with SQLite's online backup API to ``dest_dir/<stem>-<UTC timestamp>Z.db``.
+        """Copy the database with SQLite's online backup API to ``dest_dir/<stem>-<UTC timestamp>Z.db``; on
+        PostgreSQL, dump it with ``pg_dump --format=custom`` to ``dest_dir/<database>-<UTC timestamp>Z.dump``
+        (restore with ``pg_restore``; ``pg_dump`` is found through ``AGENTBASE_PG_DUMP`` or ``PATH``).
 
         Safe while other connections read and write; the copy passes ``PRAGMA quick_check`` before it is renamed
         into place.

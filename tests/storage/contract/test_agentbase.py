@@ -41,7 +41,7 @@ async def test_find_ranks_the_relevant_memory_first_in_every_mode(ab):
     for i in range(20):
         await ab.add_memory(f"Routine note number {i} about groceries", user_id="dana")
     await ab.flush()
-    for mode in ("hybrid", "keyword", "vector"):
+    for mode in ("hybrid", "fts", "vector"):
         hits = await ab.find("where did Dana move to? Lisbon", user_id="dana", mode=mode, top_k=3)
         assert hits and "Lisbon" in hits[0].entry.l2_full, mode
         assert all(h.entry.user_id == "dana" for h in hits)
