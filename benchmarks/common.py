@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import platform
 import sqlite3
 import subprocess
@@ -70,15 +71,62 @@ def build_embedder(settings: Any) -> Any:
     return create_embedder(settings.embedder)
 
 
+_SERVER: dict[str, Any] = {"url": None, "made": {}}  # --db: the PostgreSQL server the run's databases go to
+
+
+def add_db_arg(p: Any) -> None:
+    """``--db``: put every database of the run on a PostgreSQL server instead of SQLite files."""
+    p.add_argument("--db", default=None, metavar="POSTGRESQL_URL",
+                   help="run on PostgreSQL: each database of the run is created (dropped first if present) on the "
+                        "server of this postgresql:// URL, named ab_<name>; default: SQLite files in --workdir")
+
+
+def use_server(url: str | None) -> None:
+    """Send the run's databases to the PostgreSQL server at ``url`` (None: SQLite files)."""
+    if url is not None:
+        from agentbase.storage.postgres.connection import is_postgres_url
+
+        if not is_postgres_url(url):
+            raise SystemExit(f"--db must be a postgresql:// URL, got {url!r}")
+    _SERVER["url"], _SERVER["made"] = url, {}
+
+
+def on_server() -> bool:
+    """Whether the run's databases are on PostgreSQL (``--db``)."""
+    return _SERVER["url"] is not None
+
+
+def target(path: Path) -> Any:
+    """What to open for the run's database ``path``: the path, or with ``--db`` the URL of a database named after
+    it, created empty the first time the run names it (reopening the path reaches the same database)."""
+    url = _SERVER["url"]
+    if url is None:
+        return path
+    made = _SERVER["made"]
+    if str(path) not in made:
+        import psycopg
+
+        from agentbase.testing import with_database
+
+        name = "ab_" + re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())[:50]
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        made[str(path)] = with_database(url, name)
+    return made[str(path)]
+
+
 def open_agentbase(path: Path, settings: Any, embedder: Any) -> Any:
-    """An :class:`~agentbase.AgentBase` on ``path`` sharing the already-loaded ``embedder`` (or none)."""
+    """An :class:`~agentbase.AgentBase` on ``path`` (or, with ``--db``, its PostgreSQL database) sharing the
+    already-loaded ``embedder`` (or none)."""
     from agentbase import AgentBase
 
+    where = target(path)
     if embedder is None:
         s = settings.model_copy(deep=True)
         s.embedder.provider = "none"
-        return AgentBase(path, settings=s, embedder="none")
-    return AgentBase(path, settings=settings, embedder=embedder)
+        return AgentBase(where, settings=s, embedder="none")
+    return AgentBase(where, settings=settings, embedder=embedder)
 
 
 def config_snapshot(settings: Any, embedder: Any, args: Any) -> dict[str, Any]:
@@ -342,6 +390,7 @@ def add_retrieval_args(p: Any, unit: str) -> None:
     p.add_argument("--compare", action="store_true",
                    help="also run plain BM25 (rank_bm25) and mem0 OSS (infer=False) with the same embedder")
     p.add_argument("--no-mem0", action="store_true", help="skip mem0 in --compare")
+    add_db_arg(p)
 
 
 def run_main(argv: list[str] | None, parse_args: Any, run: Any, report: Any) -> int:

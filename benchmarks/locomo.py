@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (use_server, add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console,
                      progress, table, write_json)
 from .llm_bench import add_llm_args, apply_llm, read_llm_args
@@ -126,6 +126,7 @@ def timing(items: list[dict[str, Any]], system: str) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    use_server(getattr(args, "db", None))
     from agentbase.datasets import load_json, locomo_conversations
 
     settings = apply_llm(build_settings(args.config, args.embedder, args.model_path),

@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import (add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (use_server, add_retrieval_args, run_main, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_cache, out_console, progress, table,
                      write_json)
 from .llm_bench import add_llm_args, apply_llm, read_llm_args
@@ -161,6 +161,7 @@ def system_record(run: QueryRun, run10: QueryRun | None, gold_s: set[str], gold_
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    use_server(getattr(args, "db", None))
     from agentbase.datasets import load_json, longmemeval_conversation
     from agentbase.timeutil import parse_time
 

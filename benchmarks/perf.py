@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (add_db_arg, use_server, run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_agentbase, out_console,
                      table)
 
@@ -69,6 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workdir", default=None)
     p.add_argument("--out", default=None, help="JSON output (a .md with the tables next to it)")
     p.add_argument("--seed", type=int, default=7)
+    add_db_arg(p)
     return p.parse_args(argv)
 
 
@@ -345,6 +346,7 @@ async def part_find(args: argparse.Namespace, settings: Any, embedder: Any, work
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    use_server(getattr(args, "db", None))
     settings = build_settings(args.config, args.embedder, args.model_path)
     embedder = build_embedder(settings)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-perf-"))

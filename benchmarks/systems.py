@@ -121,6 +121,10 @@ async def build_agentbase(path: Path, settings: Any, embedder: Any, conv: Any, *
 
     from agentbase.datasets import ingest_conversation
 
+    from .common import on_server
+
+    if on_server():  # PostgreSQL (--db): no file to reuse, and the embedding cache seeds SQLite files only
+        reuse, cache = False, None
     marker = Path(str(path) + ".done")
     if reuse and path.exists() and marker.exists():
         db = open_agentbase(path, settings, embedder)
