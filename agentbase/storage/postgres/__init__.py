@@ -9,3 +9,4 @@ from . import sessions as sessions
 from . import traces as traces
 from . import skills as skills
 from . import load as load
+from . import embeddings as embeddings
