@@ -10,3 +10,4 @@ from . import traces as traces
 from . import skills as skills
 from . import load as load
 from . import embeddings as embeddings
+from . import ingest as ingest
