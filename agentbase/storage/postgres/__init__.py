@@ -11,3 +11,4 @@ from . import skills as skills
 from . import load as load
 from . import embeddings as embeddings
 from . import ingest as ingest
+from . import retrieval as retrieval
