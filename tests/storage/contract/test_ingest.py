@@ -269,6 +269,40 @@ async def test_two_connections_commit_one_session(store):
     assert got == [(f"entry-{upto}",)]
 
 
+async def test_a_commit_and_a_message_replace_racing_on_one_session(store):
+    """A commit (watermarks, then the messages, then the session) and a replace of the session's messages (the
+    session check, then the messages, then the session) on two connections: both finish, one after the other.
+    On PostgreSQL both take the session row first (``watermarks`` and ``sessions.enrichment_pending`` lock it in
+    a transaction), so they cannot deadlock over the message rows."""
+    await add_messages(store, "s1", [msg("s1", i) for i in range(1, 4)])
+    other = await second_connection(store)
+
+    async def commit(db):
+        async with db.transaction() as c:
+            row = await c.ops.ingest.watermarks(c, "s1")
+            await asyncio.sleep(0.05)
+            ids = await c.ops.ingest.window_message_ids(c, "s1", row[0], 3)
+            await c.ops.ingest.mark_committed(c, "s1", row[0], 3, 3, T1)  # enriched too (wait=True)
+            return ids
+
+    async def replace(db):
+        await asyncio.sleep(0.01)
+        async with db.transaction() as c:
+            assert await c.ops.sessions.enrichment_pending(c, "s1") is False
+            await c.ops.sessions.delete_messages(c, "s1")
+            await asyncio.sleep(0.1)
+            await c.ops.sessions.insert_message_rows(c, [{**msg("s1", 1), "id": "new-1"}])
+            await c.ops.sessions.touch_session(c, "s1", T2)
+
+    try:
+        ids, _ = await asyncio.gather(commit(store), replace(other))
+    finally:
+        await other.close()
+    assert ids == ["s1-m1", "s1-m2", "s1-m3"]  # the commit ran first and read the messages it committed
+    assert await store.ops.sessions.message_ids(store, "s1") == ["new-1"]
+    assert await store.ops.ingest.watermarks(store, "s1") == (3, 3)
+
+
 async def test_two_connections_state_one_fact_and_one_key(store):
     """Dedupe-then-insert and supersede-the-previous-value, racing on separate connections: one copy of the
     fact, and one current value of the key, on both engines."""
