@@ -13,7 +13,9 @@ What differs from SQLite, and why:
 - ``embeddings.vector`` is a pgvector ``vector`` column (SQLite keeps float32 bytes): vectors are written as
   :class:`pgvector.Vector` (the adapter is registered on every pooled connection) and read back with
   ``Vector.to_numpy()`` as float32, so callers get the same arrays. The vector is at most 16,000 dimensions
-  (pgvector's limit for ``vector``; https://github.com/pgvector/pgvector#vector-type).
+  (pgvector's limit for ``vector``; https://github.com/pgvector/pgvector#vector-type), and pgvector refuses NaN
+  and infinity in it, so such a vector is a StorageError here (SQLite stores its bytes); the cache keeps bytes on
+  both engines.
 - Lists of ids and hashes bind as one array parameter (``= ANY(%s::text[])``): no 500-at-a-time chunking.
 - ``entries_to_embed`` returns ``is_summary`` as 1/0/None (SQLite's comparison result), cast from PostgreSQL's
   boolean; ``metadata`` is read with :func:`.sqlutil.json_doc` (NULL, so ``is_summary`` None, for a metadata

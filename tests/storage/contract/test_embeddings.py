@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
+
+from agentbase.errors import StorageError
 
 from .seed import T0, add_entry, add_job, assert_same_interface, second_connection, sql
 
@@ -148,6 +151,25 @@ async def test_embedding_cache_many_hashes(store):
     assert list(other) == ["hash-0001"] and other["hash-0001"].tolist() == [5.0] * 4
     assert await ops.cached_vectors(store, "m", []) == {}
     assert await ops.cached_vectors(store, "nope", ["hash-0001"]) == {}
+
+
+async def test_a_nan_vector(store, engine):
+    """pgvector refuses NaN and infinity in a ``vector``: such an embedding is a StorageError on PostgreSQL and
+    writes nothing; SQLite stores the bytes as given. The cache (bytes on both engines) keeps it on both."""
+    rid, _ = await add_entry(store, category="turn", session_id="s1")
+    bad = vec(1, float("nan"), 0, 0)
+    if engine == "postgres":
+        with pytest.raises(StorageError):
+            async with store.transaction() as c:
+                await c.ops.embeddings.put_embedding(c, rid, "m", DIMS, "h", bad, T0)
+        assert await stored(store, rid) is None
+    else:
+        async with store.transaction() as c:
+            await c.ops.embeddings.put_embedding(c, rid, "m", DIMS, "h", bad, T0)
+        assert np.isnan((await store.ops.embeddings.turn_vectors(store, "s1", "m", DIMS))[0, 1])
+    async with store.transaction() as c:
+        await c.ops.embeddings.cache_vectors(c, "m", DIMS, [("nan", bad)])
+    assert np.isnan((await store.ops.embeddings.cached_vectors(store, "m", ["nan"]))["nan"][1])
 
 
 async def test_two_connections_write_one_embedding_and_one_cache_hash(store):
