@@ -42,7 +42,6 @@ __all__ = ["cache_vectors", "cached_vectors", "content_hash_at", "ensure_vector_
            "put_embedding", "trim_vector_log", "turn_embedding_states", "turn_vectors"]
 
 
-
 def _blob(vector: Any) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 

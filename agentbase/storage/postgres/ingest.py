@@ -27,6 +27,12 @@ What differs from SQLite, and why:
     owner set are thus written one transaction at a time, and each read (a new statement, a new snapshot) sees the
     facts the previous one committed: two hosts stating one fact store it once, and two values of one key end with
     exactly one current. A hash collision of two owner sets only makes them wait for each other.
+
+  Lock order, so that none of these waits can deadlock: a transaction takes the session row first (``watermarks``
+  here; ``sessions.session_exists``/``enrichment_pending`` in the message writes), then the owners' fact lock,
+  then entry rows. The LLM fact job takes no session row.
+- ``set_derived_text`` also rebuilds ``fts``/``doc_len`` and moves ``keyword_stats`` (SQLite's FTS5 trigger
+  follows ``fts_text`` there).
 - ``json_extract(metadata, '$.k')`` is ``json_doc(metadata) ->> 'k'`` (:func:`.sqlutil.json_doc`): a metadata
   text holding the ``\\u0000`` escape reads as no metadata here (PostgreSQL cannot read that escape as text, and
   one such row would fail the statement), where SQLite reads it.
@@ -50,7 +56,6 @@ __all__ = ["committed_message_ids", "content_hash_of", "fact_key_rows", "insert_
 
 _OWNER_KEYS = ("user_id", "agent_id", "project_id")
 _FACT_LOCK = "agentbase.facts"  # namespace of the owner-set advisory lock keys
-
 
 
 def _owner_sql(owners: dict[str, Any]) -> tuple[str, list[Any]]:

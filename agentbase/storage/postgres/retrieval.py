@@ -37,7 +37,6 @@ __all__ = ["any_passing", "entry_rows", "fact_links", "following_user_turns", "n
            "passing_rids", "rids_passing", "superseded_facts", "tag_counts_in_latest"]
 
 
-
 async def rids_passing(c: Any, rids: Sequence[int], where_sql: str, params: Sequence[Any]) -> set[int]:
     """Which of ``rids`` pass the filter (one statement, the rids bound as one ``bigint[]``).
 
