@@ -30,7 +30,8 @@ What differs from SQLite, and why:
 
   Lock order, so that none of these waits can deadlock: a transaction takes the session row first (``watermarks``
   here; ``sessions.session_exists``/``enrichment_pending`` in the message writes), then the owners' fact lock,
-  then entry rows. The LLM fact job takes no session row.
+  then entry rows. The LLM fact job takes no session row; it deletes its own earlier facts (``llm_fact_rows``,
+  which no commit writes) before it takes the fact lock.
 - ``set_derived_text`` also rebuilds ``fts``/``doc_len`` and moves ``keyword_stats`` (SQLite's FTS5 trigger
   follows ``fts_text`` there).
 - ``json_extract(metadata, '$.k')`` is ``json_doc(metadata) ->> 'k'`` (:func:`.sqlutil.json_doc`): a metadata
