@@ -17,3 +17,6 @@ from . import checkpoints as checkpoints
 from . import graph as graph
 from . import lifecycle as lifecycle
 from . import archives as archives
+from . import embeddings as embeddings
+from . import ingest as ingest
+from . import retrieval as retrieval

@@ -16,6 +16,12 @@ What differs from SQLite, and why:
 - Several writers at once: ``create_session_row``/``ensure_session`` insert with ``ON CONFLICT DO NOTHING``, so two
   hosts creating one session both succeed and read the same row; ``delete_message_row`` reads and deletes in one
   statement (``DELETE ... RETURNING``), so only one of two deleters gets the row.
+- Inside a transaction ``session_exists`` and ``enrichment_pending`` (the first reads of adding, replacing,
+  deleting and clearing messages) lock the session row (``FOR UPDATE``), as ``ingest.watermarks`` does for a
+  commit: every transaction that changes a session's messages takes the session row first, so a commit and a
+  replace of one session run one after the other instead of deadlocking over the message rows (the replace
+  deleting messages the commit then flags, the commit holding the session row the replace then touches), and a
+  replace's "no enrichment pending" check holds until it commits. SQLite's single writer gives both for free.
 """
 
 from __future__ import annotations
@@ -42,6 +48,13 @@ _S = ", ".join(SESSION_COLUMNS)
 _M = ", ".join(MESSAGE_COLUMNS)
 
 
+def _lock(c: Any) -> str:
+    """`` FOR UPDATE`` when ``c`` is an open transaction (``PgWriter``), else nothing (a plain read locks none)."""
+    from .connection import PgWriter
+
+    return " FOR UPDATE" if isinstance(c, PgWriter) else ""
+
+
 # ------------------------------------------------------------------------------------------------ sessions
 async def create_session_row(conn: Any, session_id: str, user_id: str | None, agent_id: str | None,
                              project_id: str | None, metadata_json: str, now: str) -> tuple:
@@ -64,8 +77,9 @@ async def session_row(c: Any, session_id: str) -> tuple | None:
 
 
 async def session_exists(c: Any, session_id: str) -> bool:
-    """Whether a session has this id."""
-    return await c.fetchone("SELECT 1 FROM sessions WHERE id = %s", (session_id,)) is not None
+    """Whether a session has this id. Inside a transaction the session row stays locked (``FOR UPDATE``) until it
+    ends (see the module docstring)."""
+    return await c.fetchone(f"SELECT 1 FROM sessions WHERE id = %s{_lock(c)}", (session_id,)) is not None
 
 
 async def session_rows(c: Any, *, user_id: str | None, agent_id: str | None, limit: int,
@@ -93,8 +107,10 @@ async def touch_session(conn: Any, session_id: str, now: str) -> None:
 
 
 async def enrichment_pending(conn: Any, session_id: str) -> bool:
-    """Whether the session's committed messages still wait for their queued enrichment."""
-    row = await conn.fetchone("SELECT enriched_seq < committed_seq FROM sessions WHERE id = %s", (session_id,))
+    """Whether the session's committed messages still wait for their queued enrichment. Inside a transaction the
+    session row stays locked (``FOR UPDATE``) until it ends (see the module docstring)."""
+    row = await conn.fetchone(f"SELECT enriched_seq < committed_seq FROM sessions WHERE id = %s{_lock(conn)}",
+                              (session_id,))
     return bool(row and row[0])
 
 
