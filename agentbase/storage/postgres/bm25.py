@@ -60,6 +60,9 @@ async def doc_counts(c: Any, lexemes: list[str]) -> dict[str, int]:
 
 def idf(n_rows: int, df: int) -> float:
     """FTS5's inverse document frequency of a term held by ``df`` of ``n_rows`` entries."""
+    # The counts come from two statements, so under concurrent writes a term can be counted in more entries than
+    # the totals held a moment earlier: N is at least df.
+    n_rows = max(n_rows, df)
     value = math.log((n_rows - df + 0.5) / (df + 0.5)) if n_rows > 0 else 0.0
     return value if value > 0 else 1e-6
 

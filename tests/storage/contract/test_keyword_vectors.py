@@ -174,3 +174,9 @@ async def test_hnsw_search_fills_k_under_a_selective_filter(pg_url, monkeypatch)
         assert any("ix_embeddings_hnsw" in r[0] for r in plan), plan
     finally:
         await pg.close()
+
+
+def test_idf_never_fails_when_a_term_is_counted_in_more_entries_than_the_totals():
+    from agentbase.storage.postgres.bm25 import idf
+
+    assert idf(0, 3) == 1e-6 and idf(2, 5) == 1e-6 and idf(1000, 1) > 6
