@@ -9,6 +9,7 @@ import pytest
 
 from agentbase import AgentBase, load_settings
 from agentbase.embeddings import HashEmbedder
+from agentbase.testing import database_for
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 LONGMEMEVAL = SHARED / "data" / "longmemeval" / "longmemeval_s_dev.json.xz"
@@ -17,9 +18,10 @@ ONNX_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
 
 
 def make_db(path: Path, *, dims: int = 64, ner: str = "regex", embedder=None) -> AgentBase:
-    """An AgentBase on ``path`` with the hash embedder (or ``embedder``) and the regex NER."""
+    """An AgentBase on ``path`` with the hash embedder (or ``embedder``) and the regex NER; with
+    ``AGENTBASE_TEST_ENGINE=postgres``, on a PostgreSQL database standing for that path (agentbase/testing.py)."""
     settings = load_settings(ner=ner)
-    return AgentBase(path, settings=settings, embedder=embedder or HashEmbedder(dims=dims))
+    return AgentBase(database_for(path), settings=settings, embedder=embedder or HashEmbedder(dims=dims))
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ from typing import Any
 
 from ..entries import ENTRY_COLUMNS, INSERT_FIELDS, SESSION_SUMMARY
 from .bm25 import adjust_stats, keyword_document
+from .sqlutil import in_transaction, lock_key
 from .sqlutil import limit as _limit
 from .sqlutil import offset as _offset
 
@@ -85,16 +86,21 @@ async def row_by_id(c: Any, entry_id: str, owners: Mapping[str, Any] | None = No
             if value is not None:
                 sql += f" AND {key} = %s"
                 params.append(value)
-    return await c.fetchone(sql, params)
+    # in a write transaction the row is locked until COMMIT: an update and a delete of one entry on two hosts
+    # run one after the other, and the second sees what the first did (a deleted row is then None)
+    return await c.fetchone(sql + (" FOR UPDATE" if in_transaction(c) else ""), params)
 
 
 async def row_by_rid(c: Any, rid: int) -> tuple | None:
     """The entry row at row id ``rid``, or None."""
-    return await c.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE rid = %s", (rid,))
+    return await c.fetchone(f"SELECT {ENTRY_COLUMNS} FROM entries WHERE rid = %s"
+                            + (" FOR UPDATE" if in_transaction(c) else ""), (rid,))
 
 
 async def id_exists(c: Any, entry_id: str) -> bool:
-    """Whether an entry (of any owner and status) has this id."""
+    """Whether an entry (of any owner and status) has this id. In a write transaction the id's advisory lock is
+    held until COMMIT, so two hosts adding one new id do it one after the other and the second sees it taken."""
+    await lock_key(c, "agentbase.entry-id:" + entry_id)
     return await c.fetchone("SELECT 1 FROM entries WHERE id = %s", (entry_id,)) is not None
 
 
@@ -103,6 +109,9 @@ async def duplicate_row(c: Any, content_hash: str, context_type: str, owners: Ma
     ``owners`` (owner column -> id; None matches only None), or None (the first by row id). Raises ValueError on an
     unknown owner column."""
     _owners(owners)
+    # the same text of the same owners added on two hosts at once: the second waits, then finds the first's row
+    await lock_key(c, json.dumps(["agentbase.entry-text", content_hash, context_type, sorted(owners.items())],
+                                 ensure_ascii=False, default=str))
     sql = (f"SELECT {ENTRY_COLUMNS} FROM entries WHERE content_hash = %s AND context_type = %s "
            f"AND status = 'active'")
     params: list[Any] = [content_hash, context_type]

@@ -7,7 +7,23 @@ SQLite reads a negative ``LIMIT`` as "no limit" and a negative ``OFFSET`` as zer
 
 from __future__ import annotations
 
-__all__ = ["json_doc", "limit", "offset"]
+__all__ = ["in_transaction", "json_doc", "limit", "lock_key", "offset"]
+
+
+def in_transaction(c: object) -> bool:
+    """Whether ``c`` is the writer of an open transaction (where a read may lock what it reads)."""
+    from .connection import PgWriter
+
+    return isinstance(c, PgWriter)
+
+
+async def lock_key(c: object, key: str) -> None:
+    """Inside a transaction, wait for and hold until it ends the advisory lock of ``key`` (a 64-bit hash of the
+    text: ``pg_advisory_xact_lock(hashtextextended(key, 0))``); outside one, nothing. Several hosts checking
+    "does X exist yet?" before writing X take the lock of X first, so the second waits for the first's COMMIT and
+    then sees X, as SQLite's single writer sees it."""
+    if in_transaction(c):
+        await c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))  # type: ignore[attr-defined]
 
 
 def limit(n: int | None) -> int | None:

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .sqlutil import lock_key
+
 EXACT_MAX_ROWS = 20_000  # filtered rows up to which the leg scans exactly (~10 ms at 384 dims on one core)
 _INDEX = "ix_embeddings_hnsw"
 
@@ -37,7 +39,14 @@ def _vec(value: Any) -> np.ndarray:
 
 async def create_index(conn: Any, dims: int) -> None:
     """Create the HNSW index (cosine) for ``dims``-dimensional vectors if missing (one per database: the file's
-    dimension is fixed, as on SQLite)."""
+    dimension is fixed, as on SQLite).
+
+    ``CREATE INDEX`` takes a SHARE lock on ``embeddings`` even when the index exists, which would make every
+    embedding batch queue behind (and deadlock with) other hosts' writes; so the index is looked up first, and
+    only created, under an advisory lock, when it is missing."""
+    if await conn.fetchone("SELECT to_regclass(%s) IS NOT NULL", (_INDEX,)) == (True,):
+        return
+    await lock_key(conn, "agentbase.vector-index")
     await conn.execute(f"CREATE INDEX IF NOT EXISTS {_INDEX} ON embeddings USING hnsw "
                        f"((vector::vector({int(dims)})) vector_cosine_ops)")
 
