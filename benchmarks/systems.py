@@ -99,7 +99,9 @@ class AgentBaseDB:
     async def close(self, cache: EmbeddingCache | None, scope: str, keep: bool = False) -> None:
         model_id = getattr(self.db.embedder, "model_id", None)
         await self.db.close()
-        if cache is not None and model_id and not self.build.get("reused"):
+        from .common import on_server
+
+        if cache is not None and model_id and not self.build.get("reused") and not on_server():
             self.build["cache_rows_added"] = cache.write_back(self.path, model_id, scope)
         if not keep:
             for suffix in ("", "-wal", "-shm", ".done"):
