@@ -132,7 +132,6 @@ async def delete_session_rows(conn: Any, session_id: str) -> bool:
     return cur.rowcount > 0
 
 
-
 async def pending_sharing_owners(c: Any, entry_id: str) -> list[str]:
     """Ids of the sessions with exactly the owners (user, agent, project) of entry ``entry_id`` whose committed
     messages still wait for their queued enrichment."""
