@@ -22,6 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
+from agentbase.testing import database_for
 from agentbase.adapters import AgentBaseSaver
 
 HERE = Path(__file__).parent
@@ -30,7 +31,7 @@ HERE = Path(__file__).parent
 def _turn(db_path: Path, thread_id: str, text: str, reply: str, *extra: str) -> dict:
     """Run one agent turn in a fresh Python process; return its JSON report."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, str(HERE / "lg_checkpointer_turn.py"), str(db_path), thread_id, text,
+    out = subprocess.run([sys.executable, str(HERE / "lg_checkpointer_turn.py"), str(database_for(db_path)), thread_id, text,
                           reply, *extra], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])

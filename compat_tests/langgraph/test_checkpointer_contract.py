@@ -14,6 +14,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import ERROR
 
+from agentbase.testing import database_for
 from agentbase.adapters import AgentBaseSaver
 from agentbase.adapters.langgraph_checkpoint import CheckpointConfigError
 from agentbase.errors import ValidationError
@@ -167,7 +168,7 @@ def test_reopened_file_and_path_sharing(db_path: Path, opener) -> None:
     saver.put_writes(configs[-1], [("ch", "v")], "task")
     db.sync.close()
     # a path opens the file itself (default settings) and hands it back on close / at the end of a with block
-    with AgentBaseSaver(str(db_path)) as by_path, AgentBaseSaver(db_path) as again:
+    with AgentBaseSaver(str(database_for(db_path))) as by_path, AgentBaseSaver(database_for(db_path)) as again:
         assert by_path._db is again._db  # one engine per file per process, as for the other adapters
         tup = by_path.get_tuple(_cfg("p"))
         assert tup.checkpoint["channel_values"] == {"n": 1} and tup.pending_writes == [("task", "ch", "v")]
@@ -189,7 +190,7 @@ def test_allowlist_clone_shares_the_file_and_never_closes_it(db_path: Path) -> N
     """Compiled graphs may clone the saver with a stricter msgpack allowlist (``with_allowlist``)."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    saver = AgentBaseSaver(str(db_path), serde=JsonPlusSerializer(allowed_msgpack_modules=None))
+    saver = AgentBaseSaver(str(database_for(db_path)), serde=JsonPlusSerializer(allowed_msgpack_modules=None))
     clone = saver.with_allowlist([("my_package", "MyType")])
     assert clone is not saver and clone._db is saver._db
     clone.close()

@@ -9,6 +9,7 @@ import time
 import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
+from agentbase.testing import database_for
 from agentbase.adapters import AgentBaseStore, Mem0Adapter, MinimalAdapter
 from agentbase.adapters.langgraph_store import CATEGORY, item_id
 from agentbase.errors import ValidationError
@@ -108,7 +109,7 @@ def test_reopen_the_file(db_path, opener):
     first = opener(db_path)
     AgentBaseStore(first, user_from_namespace=-1).put(("memories", "fay"), "k", {"text": "Fay sings"})
     first.sync.close()
-    again = AgentBaseStore(str(db_path), user_from_namespace=-1, embedder="hash")
+    again = AgentBaseStore(str(database_for(db_path)), user_from_namespace=-1, embedder="hash")
     try:
         assert again.get(("memories", "fay"), "k").value == {"text": "Fay sings"}
         assert again.list_namespaces() == [("memories", "fay")]
@@ -164,6 +165,7 @@ def test_ttl_refresh_on_read(db):
 
 def test_ttl_config_default_and_no_refresh(db):
     store = AgentBaseStore(db, ttl={"default_ttl": TICK * 1.2, "refresh_on_read": False})
+    db.sync.stats()  # open the database first: the clock starts at the put, not at opening the engine
     store.put(("t",), "k", {"v": 1})
     store.put(("t",), "pinned", {"v": 2}, ttl=None)
     time.sleep(0.35)

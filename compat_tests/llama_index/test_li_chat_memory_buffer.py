@@ -14,6 +14,7 @@ from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.utils import get_tokenizer
 
+from agentbase.testing import database_for
 from agentbase.adapters import AgentBaseChatStore
 
 TOKENS = get_tokenizer()
@@ -110,7 +111,7 @@ async def test_async_put_get_set_reset(make):
 def test_our_buffer_pickles_and_dumps_its_store_by_path(db, db_path):
     memory = ChatMemoryBuffer.from_defaults(chat_store=AgentBaseChatStore(db), chat_store_key="p",
                                             chat_history=[Q1])
-    assert memory.to_dict()["chat_store"] == {"db_path": str(db_path), "user_id": None, "agent_id": None,
+    assert memory.to_dict()["chat_store"] == {"db_path": str(database_for(db_path)), "user_id": None, "agent_id": None,
                                               "class_name": "AgentBaseChatStore"}
     restored = pickle.loads(pickle.dumps(memory))
     assert restored.get_all() == [Q1] and restored.token_limit == memory.token_limit

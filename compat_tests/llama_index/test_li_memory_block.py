@@ -23,6 +23,7 @@ from llama_index.core.memory import Memory, StaticMemoryBlock
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.utils import get_tokenizer
 
+from agentbase.testing import database_for
 from agentbase import ValidationError
 from agentbase.adapters import AgentBaseDBChatStore, AgentBaseMemoryBlock
 
@@ -217,7 +218,7 @@ async def test_recall_survives_reopening_the_file(db_path, opener):
 
 
 async def test_block_opened_from_a_path(db_path):
-    block = AgentBaseMemoryBlock(str(db_path), user_id="alice")
+    block = AgentBaseMemoryBlock(str(database_for(db_path)), user_id="alice")
     await run_first_session(block.db, block)
     assert "Pixel" in await block.aget([ChatMessage(role="user", content="dog name?")])
     block.close()
@@ -361,7 +362,7 @@ async def test_a_pickled_block_reopens_its_file(db, db_path):
     block = AgentBaseMemoryBlock(db, user_id="alice", top_k=3)
     await run_first_session(db, block)
     restored = pickle.loads(pickle.dumps(block))  # carries db_path, not the engine
-    assert restored.db_path == str(db_path) and (restored.user_id, restored.top_k) == ("alice", 3)
+    assert restored.db_path == str(database_for(db_path)) and (restored.user_id, restored.top_k) == ("alice", 3)
     try:
         assert "Pixel" in await restored.aget([ChatMessage(role="user", content="What is my dog's name?")])
     finally:

@@ -21,6 +21,7 @@ import pytest
 from agents import SQLiteSession
 from agents.memory import SessionSettings
 
+from agentbase.testing import database_for
 from agentbase.adapters import AgentBaseSession
 
 Scenario = Callable[[Callable[..., Any]], Awaitable[Any]]
@@ -280,7 +281,7 @@ async def test_a_file_reopened_by_new_objects_reads_back(tmp_path, db_path, open
     await first.close()
 
     sdk = SQLiteSession("reopen", tmp_path / "sdk.db")
-    ours = AgentBaseSession("reopen", str(db_path), user_id="alice")  # a path this time
+    ours = AgentBaseSession("reopen", str(database_for(db_path)), user_id="alice")  # a path this time
     try:
         want = await sdk.get_items()
         assert text(await ours.get_items()) == text(want) and want == items[:11]
