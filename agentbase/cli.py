@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from .storage.postgres.connection import redact_url
 from .cli_bench import bench_app
 from .errors import (AgentBaseError, ConfigError, MissingDependencyError, NotFoundError, UsageError,
                      ValidationError)
@@ -581,7 +582,7 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
         ab.sync.close()
         raise _fail(exc) from None
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"AgentBase serving {db} at http://{shown}:{port}/v1 (OpenAI base_url)"
+    console.print(f"AgentBase serving {redact_url(db)} at http://{shown}:{port}/v1 (OpenAI base_url)"
                   + (" - bearer token required" if tokens else ""), soft_wrap=True)
     try:
         uvicorn.run(create_app(ab, tokens=tokens), host=host.strip("[]"), port=port, log_level=log_level)

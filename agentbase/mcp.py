@@ -29,6 +29,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel
 
+from .storage.postgres.connection import redact_url
 from .engine import AgentBase
 from .errors import AgentBaseError, MissingDependencyError, NotFoundError
 from .graph import Neighborhood, Relation
@@ -481,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
             import uvicorn
 
             app = http_app(db, tokens=tokens, host=args.host, path=args.path, user_id=args.user_id)
-            print(f"agentbase-mcp: serving {path} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
+            print(f"agentbase-mcp: serving {redact_url(str(path))} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
             uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         else:
             create_server(db, user_id=args.user_id).run("stdio")

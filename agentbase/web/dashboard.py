@@ -27,6 +27,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from agentbase.errors import AgentBaseError, NotFoundError
 
+from ..storage.postgres.connection import redact_url
 from .charts import (
     activity_feed,
     freshness_figure,
@@ -369,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
 
     app = create_app(db, tokens=tokens)
     app.add_api_route("/", lambda: RedirectResponse("/dashboard/"), include_in_schema=False)
-    print(f"agentbase-web: {args.db} at http://{args.host}:{args.port}/dashboard/", file=sys.stderr)
+    print(f"agentbase-web: {redact_url(args.db)} at http://{args.host}:{args.port}/dashboard/", file=sys.stderr)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     finally:
