@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .connection import PgWriter
+from .sqlutil import in_transaction
 
 #: Relation row order: id, subject name, subject id, predicate, object name, object id, valid_from, valid_to,
 #: source_entry_id, confidence, created_at.
@@ -47,7 +47,7 @@ _VALID_AT = f"(r.valid_from IS NULL OR r.valid_from {_C} <= %s) AND (r.valid_to 
 
 async def _graph_lock(c: Any) -> None:
     """Inside a write transaction, wait for (then hold until COMMIT) :data:`GRAPH_LOCK`; a read does nothing."""
-    if isinstance(c, PgWriter):
+    if in_transaction(c):
         await c.execute("SELECT pg_advisory_xact_lock(%s)", (GRAPH_LOCK,))
 
 

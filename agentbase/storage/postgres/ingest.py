@@ -47,6 +47,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .sqlutil import in_transaction, lock_key
 from .sqlutil import json_doc as _doc
 
 __all__ = ["committed_message_ids", "content_hash_of", "fact_key_rows", "insert_links", "known_memory_id",
@@ -66,17 +67,9 @@ def _owner_sql(owners: dict[str, Any]) -> tuple[str, list[Any]]:
     return " AND ".join(f"{k} IS NOT DISTINCT FROM %s" for k in owners), list(owners.values())
 
 
-def _in_transaction(c: Any) -> bool:
-    from .connection import PgWriter
-
-    return isinstance(c, PgWriter)
-
-
 async def _lock_owner_facts(c: Any, owners: dict[str, Any]) -> None:
     """Inside a transaction, wait for and hold (until it ends) the advisory lock of this owner set's facts."""
-    if _in_transaction(c):
-        key = json.dumps([_FACT_LOCK, *(owners.get(k) for k in _OWNER_KEYS)], ensure_ascii=False)
-        await c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+    await lock_key(c, json.dumps([_FACT_LOCK, *(owners.get(k) for k in _OWNER_KEYS)], ensure_ascii=False))
 
 
 # ------------------------------------------------------------------------------------------------ sessions
@@ -94,7 +87,7 @@ async def watermarks(c: Any, session_id: str) -> tuple[int, int] | None:
     """The session's ``(committed_seq, enriched_seq)``, or None when no session has this id. Inside a
     transaction the session row stays locked (``FOR UPDATE``) until it ends, so the caller's check-then-write
     cannot interleave with another host's commit of the same session."""
-    lock = " FOR UPDATE" if _in_transaction(c) else ""
+    lock = " FOR UPDATE" if in_transaction(c) else ""
     return await c.fetchone(f"SELECT committed_seq, enriched_seq FROM sessions WHERE id = %s{lock}", (session_id,))
 
 
