@@ -20,7 +20,7 @@ from typing import Any
 
 from .tokens import document_tokens, tsquery_literal, tsvector_literal
 
-__all__ = ["K1", "B", "adjust_stats", "corpus_stats", "doc_counts", "idf", "keyword_document", "ranked"]
+__all__ = ["K1", "B", "adjust_stats", "corpus_stats", "doc_counts", "idf", "keyword_document", "match_counts", "ranked"]
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
 SHARDS = 16  # rows of keyword_stats (schema.KEYWORD_STAT_SHARDS)
@@ -47,15 +47,20 @@ async def corpus_stats(c: Any) -> tuple[int, float]:
     return n, (total / n if n > 0 and total > 0 else 1.0)
 
 
-async def doc_counts(c: Any, lexemes: list[str]) -> dict[str, int]:
-    """``{lexeme: entries holding it}``, one GIN-index count per lexeme in one statement."""
-    if not lexemes:
-        return {}
+async def match_counts(c: Any, queries: list[str]) -> list[int]:
+    """Entries matching each tsquery text of ``queries`` (one GIN-index count each, one statement), in order."""
+    if not queries:
+        return []
     rows = await c.fetchall(
         "SELECT t.i, (SELECT count(*) FROM entries WHERE fts @@ t.q::tsquery) "
-        "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, i)", ([tsquery_literal([x]) for x in lexemes],))
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, i)", (queries,))
     counts = {int(i): int(n) for i, n in rows}
-    return {lex: counts.get(i, 0) for i, lex in enumerate(lexemes, start=1)}
+    return [counts.get(i, 0) for i in range(1, len(queries) + 1)]
+
+
+async def doc_counts(c: Any, lexemes: list[str]) -> dict[str, int]:
+    """``{lexeme: entries holding it}``."""
+    return dict(zip(lexemes, await match_counts(c, [tsquery_literal([x]) for x in lexemes])))
 
 
 def idf(n_rows: int, df: int) -> float:

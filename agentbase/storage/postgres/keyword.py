@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .bm25 import corpus_stats, doc_counts, idf, ranked
+from .bm25 import corpus_stats, doc_counts, idf, match_counts, ranked
 from .tokens import query_lexemes, tsquery_literal
 
 _SCALE = 1e9  # the SQLite leg's quantisation of bm25() (storage/sqlite/keyword.py)
@@ -98,11 +98,7 @@ async def document_counts(c: Any, terms: Sequence[str], budget: int = 0) -> tupl
     per_term = {t: query_lexemes([t]) for t in terms}
     lexemes = list(dict.fromkeys(x for xs in per_term.values() for x in xs))
     if any(len(xs) > 1 for xs in per_term.values()):  # a multi-token term: count entries holding any of them
-        rows = await c.fetchall(
-            "SELECT t.i, (SELECT count(*) FROM entries WHERE fts @@ t.q::tsquery) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, i)",
-            ([tsquery_literal(per_term[t]) if per_term[t] else "''" for t in terms],))
-        counts = {int(i): int(n) for i, n in rows}
-        return {t: (counts.get(i, 0) if per_term[t] else 0) for i, t in enumerate(terms, start=1)}, max_rid
+        counts = await match_counts(c, [tsquery_literal(per_term[t]) if per_term[t] else "''" for t in terms])
+        return {t: (n if per_term[t] else 0) for t, n in zip(terms, counts)}, max_rid
     dfs = await doc_counts(c, lexemes)
     return {t: (dfs[per_term[t][0]] if per_term[t] else 0) for t in terms}, max_rid
