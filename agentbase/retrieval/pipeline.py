@@ -143,6 +143,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         tracer.step("normalize", match="")
         return []
     kept, dropped = tokens, []
+    counted: dict[str, int] | None = None  # document frequencies when the budget counted them (keyword.search reuses)
     dropped_bound = 0.0  # the best BM25 score an entry holding only dropped terms can reach
     # The budget can only act when the file may hold more postings than it: every entry holding every term. The
     # row bound comes from this process's last keyword search; a stale one (rows added since) can only skip the
@@ -151,6 +152,8 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     if cfg.fts_max_postings > 0 and len(tokens) > 1 and p.mode in ("hybrid", "fts") and may_exceed:
         dfs, rows_bound = await document_frequencies(db, tokens, cfg.fts_max_postings)
         ab.max_rid_hint = rows_bound
+        if rows_bound * len(tokens) > cfg.fts_max_postings:  # else document_counts counted nothing (all 0)
+            counted = dfs
         kept, dropped = select_terms(dfs, cfg.fts_max_postings)
         dropped_bound = bm25_upper_bound([dfs[t] for t in dropped], rows_bound)
     matches = common_terms_queries(kept, dropped)
@@ -191,7 +194,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     degrade = ab.degrade_reason()
     use_vector = p.mode in ("hybrid", "vector") and ab.embedder is not None and ab.vector_error is None
     if p.mode in ("hybrid", "fts"):
-        fts, max_rid = await db.ops.keyword.search(db, kept, where, params, n, common=dropped)
+        fts, max_rid = await db.ops.keyword.search(db, kept, where, params, n, common=dropped, doc_freqs=counted)
         if max_rid is not None:
             ab.max_rid_hint = max_rid
         tracer.step("candidates_fts", candidates_out=len(fts), limit=n)
@@ -204,7 +207,8 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             groups = None if len(fts) < top_k_pool else \
                 maxscore_groups({t: dfs[t] for t in dropped}, rows_bound, -fts[top_k_pool - 1][1])
             within = groups_expression(groups) if groups else None
-            rest = await db.ops.keyword.search_common_only(db, kept, dropped, where, params, n, groups=groups)
+            rest = await db.ops.keyword.search_common_only(db, kept, dropped, where, params, n, groups=groups,
+                                                           doc_freqs=counted)
             fts = sorted(fts + rest, key=lambda pair: (pair[1], pair[0]))[:n]
             tracer.step("candidates_fts_common_terms", candidates_out=len(fts), limit=n,
                         dropped_bound=round(dropped_bound, 3), restricted_to=within)

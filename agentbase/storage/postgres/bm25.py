@@ -20,7 +20,8 @@ from typing import Any
 
 from .tokens import document_tokens, tsquery_literal, tsvector_literal
 
-__all__ = ["K1", "B", "adjust_stats", "corpus_stats", "doc_counts", "idf", "keyword_document", "match_counts", "ranked"]
+__all__ = ["K1", "B", "adjust_stats", "corpus_counts", "doc_counts", "idf", "keyword_document",
+           "match_counts", "ranked"]
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
 SHARDS = 16  # rows of keyword_stats (schema.KEYWORD_STAT_SHARDS)
@@ -40,11 +41,18 @@ async def adjust_stats(conn: Any, docs: int, tokens: int) -> None:
                            f"WHERE shard = pg_backend_pid() %% {SHARDS}", (docs, tokens))
 
 
-async def corpus_stats(c: Any) -> tuple[int, float]:
-    """``(N, avgdl)``: indexed entries and mean tokens per entry (1.0 for an empty index)."""
-    row = await c.fetchone("SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0) FROM keyword_stats")
+_TOTALS = "(SELECT COALESCE(SUM(docs), 0) FROM keyword_stats), (SELECT COALESCE(SUM(tokens), 0) FROM keyword_stats)"
+
+
+async def corpus_counts(c: Any, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
+    """``(N, avgdl, {lexeme: entries holding it})`` in one statement: N the indexed entries and avgdl their mean
+    tokens (1.0 for an empty index) from ``keyword_stats``, and the counts of :func:`doc_counts`."""
+    row = await c.fetchone(
+        f"SELECT {_TOTALS}, ARRAY(SELECT (SELECT count(*) FROM entries WHERE fts @@ t.q::tsquery) "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
+        ([tsquery_literal([x]) for x in lexemes],))
     n, total = int(row[0]), int(row[1])
-    return n, (total / n if n > 0 and total > 0 else 1.0)
+    return n, (total / n if n > 0 and total > 0 else 1.0), dict(zip(lexemes, (int(x) for x in row[2])))
 
 
 async def match_counts(c: Any, queries: list[str]) -> list[int]:
@@ -74,12 +82,13 @@ def idf(n_rows: int, df: int) -> float:
 
 async def ranked(c: Any, scored: dict[str, float], match: list[str], where: str, params: list[Any], n: int,
                  avgdl: float, scale: float, *, within: list[str] | None = None,
-                 exclude: list[str] | None = None) -> list[tuple[int, int]]:
+                 exclude: list[str] | None = None) -> tuple[list[tuple[int, int]], int | None]:
     """The ``n`` best entries holding a lexeme of ``match`` (and one of ``within``, and none of ``exclude``, when
     given) that pass the filter ``where``/``params`` (over ``entries AS e``), scored over every lexeme of
-    ``scored`` (``{lexeme: idf}``); ``[(rid, truncated score * scale)]``, best (lowest) first, ties by rid."""
+    ``scored`` (``{lexeme: idf}``): ``([(rid, truncated score * scale)], max_rid)``, best (lowest) first, ties by
+    rid; ``max_rid`` (the largest entry rid, read by the same statement) is None when no row matched."""
     if not match or n <= 0:
-        return []
+        return [], None
     narrow = " AND e.fts @@ %s::tsquery" if within else ""
     drop = " AND NOT (e.fts @@ %s::tsquery)" if exclude else ""
     lexemes = list(scored)
@@ -94,10 +103,12 @@ async def ranked(c: Any, scored: dict[str, float], match: list[str], where: str,
         "FROM cand c CROSS JOIN LATERAL unnest(ts_filter(setweight(c.fts, 'A', %s::text[]), '{a}')) u "
         "JOIN q ON q.lex = u.lexeme "
         "GROUP BY c.rid ORDER BY s, c.rid LIMIT %s")
+    sql = f"SELECT r.rid, r.s, (SELECT COALESCE(MAX(rid), 0) FROM entries) FROM ({sql}) r ORDER BY r.s, r.rid"
     args: list[Any] = [lexemes, [scored[x] for x in lexemes], match]
     if within:
         args.append(within)
     if exclude:
         args.append(exclude)
     args += [*params, K1 + 1.0, K1, B, B, float(avgdl), float(scale), lexemes, int(n)]
-    return [(int(r[0]), int(r[1])) for r in await c.fetchall(sql, args)]
+    rows = await c.fetchall(sql, args)
+    return [(int(r[0]), int(r[1])) for r in rows], (int(rows[0][2]) if rows else None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -58,6 +58,16 @@ def _driver() -> tuple[Any, Any]:
 def _ops() -> Any:
     """This engine's package of named operations (``agentbase.storage.postgres``), imported by now."""
     return sys.modules[__package__]
+
+
+def _set_config_sql(n: int, *, local: bool) -> str:
+    """``SELECT set_config(name, value, local), ...`` for ``n`` settings (names and values are parameters)."""
+    scope = "true" if local else "false"
+    return "SELECT " + ", ".join(f"set_config(%s, %s, {scope})" for _ in range(n))
+
+
+def _flat(settings: Mapping[str, str]) -> list[str]:
+    return [x for pair in settings.items() for x in pair]
 
 
 class PgResult:
@@ -103,6 +113,13 @@ class PgWriter:
     async def fetchone(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> tuple | None:
         rows = (await self.execute(sql, params)).rows
         return rows[0] if rows else None
+
+    async def fetchall_configured(self, settings: Mapping[str, str], sql: str,
+                                  params: Sequence[Any] | None = None) -> list[tuple]:
+        """:meth:`fetchall` with server settings (``{name: value}``, e.g. ``hnsw.ef_search``) applied for the rest of
+        this transaction (``set_config(..., true)``)."""
+        await self._conn.execute(_set_config_sql(len(settings), local=True), _flat(settings))
+        return (await self.execute(sql, params)).rows
 
 
 class PgDatabase:
@@ -243,6 +260,27 @@ class PgDatabase:
         """Like :meth:`fetchall` but the first row or None."""
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
+
+    async def fetchall_configured(self, settings: Mapping[str, str], sql: str,
+                                  params: Sequence[Any] | None = None) -> list[tuple]:
+        """:meth:`fetchall` with server settings (``{name: value}``, e.g. ``hnsw.ef_search``) applied first, on the
+        same pooled connection and in the same network round trip (psycopg pipeline mode). The settings stay on
+        that connection (session level, no transaction to scope them), so every statement that reads one must
+        set it this way.
+
+        Raises:
+            StorageError: the driver failed or the database is closed.
+        """
+        if self._pool is None:
+            raise StorageError("database is closed")
+        try:
+            async with self._pool.connection() as conn:
+                async with conn.pipeline():
+                    await conn.execute(_set_config_sql(len(settings), local=False), _flat(settings))
+                    cur = await conn.execute(sql, params or None)
+                return await cur.fetchall()
+        except self._errors as exc:
+            raise StorageError(f"query failed on {self.path}: {exc}") from exc
 
     async def close(self) -> None:
         """Close the pool (idempotent); transactions in flight finish first."""

@@ -14,10 +14,10 @@ through the GIN index on each search rather than read from an FTS5 segment.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .bm25 import corpus_stats, doc_counts, idf, match_counts, ranked
+from .bm25 import corpus_counts, doc_counts, idf, match_counts, ranked
 from .tokens import query_lexemes, tsquery_literal
 
 _SCALE = 1e9  # the SQLite leg's quantisation of bm25() (storage/sqlite/keyword.py)
@@ -27,12 +27,20 @@ def _lexemes(terms: Sequence[str]) -> list[str]:
     return query_lexemes(list(terms))
 
 
-async def _weights(c: Any, terms: Sequence[str]) -> tuple[dict[str, float], float]:
+async def _weights(c: Any, terms: Sequence[str],
+                   doc_freqs: Mapping[str, int] | None) -> tuple[dict[str, float], float]:
     """``({lexeme: idf x times the query names it}, avgdl)``: FTS5 adds a phrase's part once per phrase, so two
-    terms with one stem ("running", "runs") count that stem twice."""
-    n_rows, avgdl = await corpus_stats(c)
+    terms with one stem ("running", "runs") count that stem twice. A term of ``doc_freqs`` that is one lexeme
+    gives that lexeme's count (``document_counts`` counted it on the lexeme); the others are counted here, in the
+    statement that reads the corpus totals."""
     times = Counter(x for term in terms for x in dict.fromkeys(query_lexemes([term])))
-    dfs = await doc_counts(c, list(times))
+    known: dict[str, int] = {}
+    for term, count in (doc_freqs or {}).items():
+        lexemes = query_lexemes([term])
+        if len(lexemes) == 1:
+            known[lexemes[0]] = int(count)
+    n_rows, avgdl, counted = await corpus_counts(c, [x for x in times if x not in known])
+    dfs = {**known, **counted}
     return {x: idf(n_rows, dfs[x]) * k for x, k in times.items()}, avgdl
 
 
@@ -42,10 +50,12 @@ async def _max_rid(c: Any) -> int:
 
 
 async def search(c: Any, terms: Sequence[str], where_sql: str, params: Sequence[Any], limit: int, *,
-                 common: Sequence[str] = ()) -> tuple[list[tuple[int, float]], int | None]:
+                 common: Sequence[str] = (),
+                 doc_freqs: Mapping[str, int] | None = None) -> tuple[list[tuple[int, float]], int | None]:
     """The keyword leg: the ``limit`` best entries holding at least one of ``terms`` that pass the filter, each
     scored by ``terms`` and ``common`` together. Arguments, contract and return value as the SQLite engine's
-    ``keyword.search`` (``(ranked [(rid, score)], max_rid or None)``).
+    ``keyword.search`` (``(ranked [(rid, score)], max_rid or None)``); ``doc_freqs`` (counted by
+    :func:`document_counts` earlier in the same ``find()``) spares counting those terms again.
 
     Raises:
         StorageError: the query failed.
@@ -53,17 +63,19 @@ async def search(c: Any, terms: Sequence[str], where_sql: str, params: Sequence[
     match = _lexemes(terms)
     if not match:
         return [], None
-    weights, avgdl = await _weights(c, [*terms, *common])
-    rows = await ranked(c, weights, tsquery_literal(match), where_sql, list(params), int(limit), avgdl, _SCALE)
-    return [(rid, s / _SCALE) for rid, s in rows], (await _max_rid(c) if rows else None)
+    weights, avgdl = await _weights(c, [*terms, *common], doc_freqs)
+    rows, max_rid = await ranked(c, weights, tsquery_literal(match), where_sql, list(params), int(limit), avgdl,
+                                 _SCALE)
+    return [(rid, s / _SCALE) for rid, s in rows], max_rid
 
 
 async def search_common_only(c: Any, terms: Sequence[str], common: Sequence[str], where_sql: str,
                              params: Sequence[Any], limit: int, *,
-                             groups: Sequence[Sequence[str]] | None = None) -> list[tuple[int, float]]:
+                             groups: Sequence[Sequence[str]] | None = None,
+                             doc_freqs: Mapping[str, int] | None = None) -> list[tuple[int, float]]:
     """The rest of the keyword leg: the ``limit`` best entries holding a term of ``common`` and none of
     ``terms`` (restricted, unscored, to entries holding every term of one of ``groups`` when given), scored by
-    ``common``. As the SQLite engine's ``keyword.search_common_only``.
+    ``common``. As the SQLite engine's ``keyword.search_common_only``; ``doc_freqs`` as :func:`search`.
 
     Raises:
         ValueError: ``terms`` or ``common`` is empty. StorageError: the query failed.
@@ -77,8 +89,8 @@ async def search_common_only(c: Any, terms: Sequence[str], common: Sequence[str]
     if groups:
         parts = [tsquery_literal(_lexemes(g), "&") for g in groups if _lexemes(g)]
         within = " | ".join(f"({p})" for p in parts) or None
-    weights, avgdl = await _weights(c, list(common))
-    rows = await ranked(c, weights, tsquery_literal(dropped), where_sql, list(params), int(limit), avgdl, _SCALE,
+    weights, avgdl = await _weights(c, list(common), doc_freqs)
+    rows, _ = await ranked(c, weights, tsquery_literal(dropped), where_sql, list(params), int(limit), avgdl, _SCALE,
                         within=within, exclude=tsquery_literal(kept) if kept else None)
     return [(rid, s / _SCALE) for rid, s in rows]
 

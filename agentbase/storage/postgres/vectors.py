@@ -63,21 +63,15 @@ async def delete(conn: Any, engine: str, rid: int) -> None:
     await conn.execute("DELETE FROM embeddings WHERE rid = %s", (rid,))
 
 
-async def _index_dims(c: Any) -> int | None:
-    row = await c.fetchone("SELECT pg_get_indexdef(%s::regclass)", (_INDEX,)) \
-        if await c.fetchone("SELECT to_regclass(%s)", (_INDEX,)) != (None,) else None
-    if not row:
-        return None
-    text = row[0]
-    at = text.find("vector(")
-    return int(text[at + 7:text.index(")", at)]) if at >= 0 else None
-
-
 async def nearest(c: Any, engine: str, query: Sequence[float] | np.ndarray, k: int, where_sql: str,
                   params: Sequence[Any]) -> list[tuple[int, float]]:
     """The ``k`` entries nearest to ``query`` (cosine distance) among those passing the filter; ``[(rid,
     distance)]`` ascending, ties by rid. As the SQLite engine's ``vectors.nearest`` (exact up to
     ``EXACT_MAX_ROWS`` filtered rows, HNSW with iterative scan above).
+
+    One statement counts the filtered rows (up to the bound), checks that the HNSW index exists for this
+    dimension, and, when either says so, returns the exact answer; only a larger filtered set costs a second
+    statement, the HNSW scan.
 
     Raises:
         StorageError: the query failed.
@@ -87,14 +81,15 @@ async def nearest(c: Any, engine: str, query: Sequence[float] | np.ndarray, k: i
     if k <= 0:
         return []
     qtext = "[" + ",".join(repr(float(x)) for x in q) + "]"
-    bounded = await c.fetchone(
-        f"SELECT count(*) FROM (SELECT 1 FROM entries e WHERE {where_sql} LIMIT {EXACT_MAX_ROWS + 1}) s",
-        list(params))
-    if int(bounded[0]) <= EXACT_MAX_ROWS or await _index_dims(c) != dims:
-        rows = await c.fetchall(
-            f"SELECT v.rid, (v.vector <=> %s::vector) AS d FROM entries e JOIN embeddings v ON v.rid = e.rid "
-            f"WHERE v.dims = %s AND {where_sql} ORDER BY d, v.rid LIMIT %s", [qtext, dims, *params, k])
-        return [(int(r[0]), float(r[1])) for r in rows]
+    rows = await c.fetchall(
+        f"WITH f AS MATERIALIZED (SELECT e.rid FROM entries e WHERE {where_sql} LIMIT {EXACT_MAX_ROWS + 1}), "
+        f"n AS (SELECT count(*) <= {EXACT_MAX_ROWS} OR position(%s IN COALESCE(pg_get_indexdef(to_regclass(%s)), "
+        "'')) = 0 AS exact FROM f) "
+        "SELECT n.exact, x.rid, x.d FROM n LEFT JOIN LATERAL (SELECT v.rid, (v.vector <=> %s::vector) AS d "
+        "FROM f JOIN embeddings v ON v.rid = f.rid WHERE n.exact AND v.dims = %s ORDER BY d, v.rid LIMIT %s) x "
+        "ON true", [*params, f"vector({dims})", _INDEX, qtext, dims, k])
+    if rows[0][0]:
+        return [(int(r[1]), float(r[2])) for r in rows if r[1] is not None]
     rows = await _hnsw(c, qtext, dims, k, where_sql, list(params))
     return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (p[1], p[0]))
 
@@ -103,16 +98,8 @@ async def _hnsw(c: Any, qtext: str, dims: int, k: int, where_sql: str, params: l
     sql = (f"SELECT v.rid, (v.vector::vector({dims}) <=> %s::vector({dims})) AS d FROM embeddings v "
            f"JOIN entries e ON e.rid = v.rid WHERE {where_sql} "
            f"ORDER BY v.vector::vector({dims}) <=> %s::vector({dims}) LIMIT %s")
-    settings = ("SET LOCAL hnsw.iterative_scan = strict_order",
-                f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 4 * k))}")
-    if hasattr(c, "transaction"):  # a Database: run in a read transaction of its own, so SET LOCAL applies
-        async with c.transaction(durable=False) as conn:
-            for statement in settings:
-                await conn.execute(statement)
-            return await conn.fetchall(sql, [qtext, *params, qtext, k])
-    for statement in settings:
-        await c.execute(statement)
-    return await c.fetchall(sql, [qtext, *params, qtext, k])
+    settings = {"hnsw.iterative_scan": "strict_order", "hnsw.ef_search": str(max(40, min(1000, 4 * k)))}
+    return await c.fetchall_configured(settings, sql, [qtext, *params, qtext, k])
 
 
 # ------------------------------------------------------------- the in-process matrix's reads (SQLite detail)

@@ -8,7 +8,7 @@ name them in traces), so callers never write engine text and a typed operator ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...index.fts import common_terms_queries, dropped_only_query, groups_expression
@@ -56,7 +56,8 @@ async def _leg(c: Any, matches: list[str], where: str, params: Sequence[Any], n:
 
 
 async def search(c: Any, terms: Sequence[str], where_sql: str, params: Sequence[Any], limit: int, *,
-                 common: Sequence[str] = ()) -> tuple[list[tuple[int, float]], int | None]:
+                 common: Sequence[str] = (),
+                 doc_freqs: Mapping[str, int] | None = None) -> tuple[list[tuple[int, float]], int | None]:
     """The keyword leg: the ``limit`` best entries holding at least one of ``terms`` that pass the filter.
 
     Contract: a ranked list of ``(rid, score)``, lower score = better (FTS5 ``bm25()``, negative, to 1e-9), ties
@@ -71,6 +72,9 @@ async def search(c: Any, terms: Sequence[str], where_sql: str, params: Sequence[
         where_sql: the filter on ``entries`` aliased ``e`` (``db.ops.filters.where``); ``params`` its values.
         limit: the most rows returned (``n`` candidates).
         common: further scoring terms, disjoint from ``terms``.
+        doc_freqs: ``{term: entries holding it}`` as :func:`document_counts` counted them earlier in the same
+            ``find()``, or None. An engine that keeps no document frequencies of its own (PostgreSQL) reuses them
+            instead of counting again; FTS5 reads its own, so this engine ignores them.
 
     Returns:
         ``(ranked, max_rid)``: ``max_rid`` is the file's largest entry rid (an upper bound on the indexed rows)
@@ -87,7 +91,8 @@ async def search(c: Any, terms: Sequence[str], where_sql: str, params: Sequence[
 
 async def search_common_only(c: Any, terms: Sequence[str], common: Sequence[str], where_sql: str,
                              params: Sequence[Any], limit: int, *,
-                             groups: Sequence[Sequence[str]] | None = None) -> list[tuple[int, float]]:
+                             groups: Sequence[Sequence[str]] | None = None,
+                             doc_freqs: Mapping[str, int] | None = None) -> list[tuple[int, float]]:
     """The rest of the keyword leg: the ``limit`` best entries holding a term of ``common`` and none of ``terms``.
 
     Together with :func:`search` (same ``terms`` and ``common``) it covers every entry of the plain OR of all the
@@ -102,6 +107,7 @@ async def search_common_only(c: Any, terms: Sequence[str], common: Sequence[str]
         limit: the most rows returned.
         groups: restrict (without scoring) to entries holding every term of at least one group (the MaxScore
             sets of :func:`~agentbase.index.fts.maxscore_groups`); None: no restriction.
+        doc_freqs: as :func:`search` (ignored here).
 
     Returns:
         The ranked list.
