@@ -10,9 +10,11 @@ Both functions take input already validated by :class:`~agentbase.retrieval.filt
 What differs from the SQLite SQL, and why:
 
 - "Nothing filters" is ``TRUE`` and "one of no values" is ``FALSE`` (PostgreSQL's WHERE needs a boolean, not
-  ``1``/``0``).
-- Lists of values bind as one ``text[]`` parameter (``= ANY(%s::text[])``) instead of ``json_each(?)``.
-- Metadata equality uses jsonb containment on the key's value, ``(metadata::jsonb -> key) @> value::jsonb``
+  ``1``/``0``): ``SQL.all_of`` and ``SQL.nothing``.
+- Lists of values bind as one ``text[]`` parameter (``= ANY(%s::text[])``) instead of ``json_each(?)``:
+  ``SQL.one_of``, ``SQL.all_tags`` and ``SQL.values``.
+- Metadata equality (``SQL.metadata``) uses jsonb containment on the key's value,
+  ``(metadata::jsonb -> key) @> value::jsonb``
   (https://www.postgresql.org/docs/current/datatype-json.html#JSON-CONTAINMENT), which gives the SQLite rules
   exactly: the JSON type must agree (a string only a string, ``true`` only ``true``, ``null`` only a stored
   ``null``, not a missing key); numbers compare as numbers (``1`` equals ``1.0``); a stored array matches when one
