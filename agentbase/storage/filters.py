@@ -2,11 +2,12 @@
 ``entries AS <alias>``, applied inside every candidate query (never after a top-k cut).
 
 Engine-neutral: this module decides which conditions a filter entails, in which order, and which values they bind;
-the SQL text of each condition is the engine's, a :class:`FilterSQL` in ``storage/<engine>/filters.py``
-(``SQL``), whose ``where`` and ``visibility`` call :func:`where` and :func:`visibility` here with it. Callers reach
-them through ``Filters.where(alias, db.ops)`` and :func:`agentbase.scopes.visibility_clause`, which validate first.
-Values are always bound parameters, never interpolated; only the alias, column names and scope names (identifiers
-checked by the callers, or this module's constants) are written into the text.
+the SQL text of each condition is the engine's, a :class:`FilterSQL` in ``storage/<engine>/filters.py`` (``_SQL``,
+private because the engines differ in it), whose ``where`` and ``visibility`` call :func:`where` and
+:func:`visibility` here with it. Callers reach them through ``Filters.where(alias, db.ops)`` and
+:func:`agentbase.scopes.visibility_clause`, which validate first. Values are always bound parameters, never
+interpolated; only the alias, column names and scope names (identifiers checked by the callers, or this module's
+constants) are written into the text.
 """
 
 from __future__ import annotations

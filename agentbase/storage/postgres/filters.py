@@ -1,7 +1,7 @@
 """Filters as PostgreSQL SQL: the boolean expression over ``entries AS <alias>`` that every candidate query applies
 inside the engine (never after a top-k cut). Same functions, arguments and meaning as
 ``storage/sqlite/filters.py``; ``%s`` placeholders; values are always bound parameters, never interpolated.
-This module holds only the SQL text (:data:`SQL`); the walk over the filter that picks the conditions and their
+This module holds only the SQL text (``_SQL``); the walk over the filter that picks the conditions and their
 values is the engine-neutral :mod:`agentbase.storage.filters`.
 
 Both functions take input already validated by :class:`~agentbase.retrieval.filters.Filters` (reach them through
@@ -10,10 +10,10 @@ Both functions take input already validated by :class:`~agentbase.retrieval.filt
 What differs from the SQLite SQL, and why:
 
 - "Nothing filters" is ``TRUE`` and "one of no values" is ``FALSE`` (PostgreSQL's WHERE needs a boolean, not
-  ``1``/``0``): ``SQL.all_of`` and ``SQL.nothing``.
+  ``1``/``0``): ``_SQL.all_of`` and ``_SQL.nothing``.
 - Lists of values bind as one ``text[]`` parameter (``= ANY(%s::text[])``) instead of ``json_each(?)``:
-  ``SQL.one_of``, ``SQL.all_tags`` and ``SQL.values``.
-- Metadata equality (``SQL.metadata``) uses jsonb containment on the key's value,
+  ``_SQL.one_of``, ``_SQL.all_tags`` and ``_SQL.values``.
+- Metadata equality (``_SQL.metadata``) uses jsonb containment on the key's value,
   ``(metadata::jsonb -> key) @> value::jsonb``
   (https://www.postgresql.org/docs/current/datatype-json.html#JSON-CONTAINMENT), which gives the SQLite rules
   exactly: the JSON type must agree (a string only a string, ``true`` only ``true``, ``null`` only a stored
@@ -35,7 +35,7 @@ from typing import Any
 
 from .. import filters as _walk
 
-__all__ = ["SQL", "visibility", "where"]
+__all__ = ["visibility", "where"]
 
 _NUL_ESCAPE = "\\u0000"  # the JSON escape of U+0000, which jsonb rejects
 
@@ -49,7 +49,7 @@ def _metadata_clause(a: str, key: str, value: Any) -> tuple[str, list[Any]]:
     return f"COALESCE(({doc} -> %s::text) @> %s::jsonb, FALSE)", [key, wanted]
 
 
-SQL = _walk.FilterSQL(
+_SQL = _walk.FilterSQL(
     all_of=lambda clauses: " AND ".join(clauses) or "TRUE",
     any_of=lambda clauses: "(" + " OR ".join(clauses) + ")",
     nothing="FALSE",
@@ -76,14 +76,14 @@ def visibility(viewer: dict[str, Any], alias: str) -> tuple[str, list[Any]]:
 
     A ``global`` entry is visible to everyone; an ``agent``/``project``/``session`` entry to a viewer with that
     owner id; with a ``user_id``, only entries of that user or of no user
-    (:func:`agentbase.storage.filters.visibility` with :data:`SQL`).
+    (:func:`agentbase.storage.filters.visibility` with ``_SQL``).
     """
-    return _walk.visibility(viewer, alias, SQL)
+    return _walk.visibility(viewer, alias, _SQL)
 
 
 def where(f: Any, alias: str) -> tuple[str, list[Any]]:
     """``(sql, params)`` of the :class:`~agentbase.retrieval.filters.Filters` ``f`` over ``entries AS alias``
-    (``"TRUE"`` when nothing filters; :func:`agentbase.storage.filters.where` with :data:`SQL`).
+    (``"TRUE"`` when nothing filters; :func:`agentbase.storage.filters.where` with ``_SQL``).
 
     Args:
         f: a validated ``Filters`` (``Filters.where(alias, db.ops)`` validates, then calls this).
@@ -92,4 +92,4 @@ def where(f: Any, alias: str) -> tuple[str, list[Any]]:
     Returns:
         The SQL boolean expression and its parameters, in placeholder order.
     """
-    return _walk.where(f, alias, SQL)
+    return _walk.where(f, alias, _SQL)

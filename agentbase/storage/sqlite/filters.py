@@ -1,7 +1,7 @@
 """Filters as SQLite SQL: the boolean expression over ``entries AS <alias>`` that every candidate query applies
 inside the engine (never after a top-k cut).
 
-This module holds only the SQL text (:data:`SQL`); the walk over the filter that picks the conditions and their
+This module holds only the SQL text (``_SQL``); the walk over the filter that picks the conditions and their
 values is the engine-neutral :mod:`agentbase.storage.filters`. Both functions take input already validated by
 :class:`~agentbase.retrieval.filters.Filters` and :func:`~agentbase.scopes.visibility_clause`; values are always
 bound parameters, never interpolated.
@@ -33,7 +33,7 @@ def _metadata_clause(a: str, key: str, value: Any) -> tuple[str, list[Any]]:
             f"(SELECT 1 FROM json_each({a}.metadata, ?) WHERE {test}))"), [path, path, *args]
 
 
-SQL = _walk.FilterSQL(
+_SQL = _walk.FilterSQL(
     all_of=lambda clauses: " AND ".join(clauses) or "1",
     any_of=lambda clauses: "(" + " OR ".join(clauses) + ")",
     nothing="0",
@@ -59,11 +59,11 @@ SQL = _walk.FilterSQL(
 
 def visibility(viewer: dict[str, Any], alias: str) -> tuple[str, list[Any]]:
     """``(sql, params)`` keeping what ``viewer`` (owner ids, None ignored) may see by scope; ``alias`` is an
-    identifier (:func:`agentbase.storage.filters.visibility` with :data:`SQL`)."""
-    return _walk.visibility(viewer, alias, SQL)
+    identifier (:func:`agentbase.storage.filters.visibility` with ``_SQL``)."""
+    return _walk.visibility(viewer, alias, _SQL)
 
 
 def where(f: Any, alias: str) -> tuple[str, list[Any]]:
     """``(sql, params)`` of the :class:`~agentbase.retrieval.filters.Filters` ``f`` over ``entries AS alias``
-    (``"1"`` when nothing filters; :func:`agentbase.storage.filters.where` with :data:`SQL`)."""
-    return _walk.where(f, alias, SQL)
+    (``"1"`` when nothing filters; :func:`agentbase.storage.filters.where` with ``_SQL``)."""
+    return _walk.where(f, alias, _SQL)
