@@ -67,7 +67,8 @@ class Filters:
     def where(self, alias: str = "e", ops: Any = None) -> tuple[str, list[Any]]:
         """Build the SQL boolean expression over ``entries AS alias`` that applies these filters, and its
         parameters (the SQL is the engine's ``filters.where``: :func:`agentbase.storage.sqlite.filters.where`, or
-        :func:`agentbase.storage.postgres.filters.where` with ``%s`` placeholders).
+        :func:`agentbase.storage.postgres.filters.where` with ``%s`` placeholders; both are the engine-neutral walk
+        :func:`agentbase.storage.filters.where` over that engine's SQL text).
 
         Args:
             alias: the entries table's alias in the query (an identifier).

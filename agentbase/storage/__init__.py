@@ -1,4 +1,5 @@
-"""Storage: the engines behind AgentBase (one package per engine) and the engine-neutral row helpers.
+"""Storage: the engines behind AgentBase (one package per engine) and the engine-neutral row helpers
+(``entries.py``) and filter walk (``filters.py``, over each engine's SQL text in its ``filters.py``).
 
 ``storage/sqlite/`` holds the default engine: its connections (driver choice, PRAGMAs, extension loading), schema,
 migrations and named operations. Code outside ``storage/`` reaches an engine's operations through the connection

@@ -1,6 +1,8 @@
 """Filters as PostgreSQL SQL: the boolean expression over ``entries AS <alias>`` that every candidate query applies
 inside the engine (never after a top-k cut). Same functions, arguments and meaning as
 ``storage/sqlite/filters.py``; ``%s`` placeholders; values are always bound parameters, never interpolated.
+This module holds only the SQL text (``_SQL``); the walk over the filter that picks the conditions and their
+values is the engine-neutral :mod:`agentbase.storage.filters`.
 
 Both functions take input already validated by :class:`~agentbase.retrieval.filters.Filters` (reach them through
 ``Filters.where(alias, db.ops)``, which validates first) and :func:`~agentbase.scopes.check_viewer`.
@@ -8,9 +10,11 @@ Both functions take input already validated by :class:`~agentbase.retrieval.filt
 What differs from the SQLite SQL, and why:
 
 - "Nothing filters" is ``TRUE`` and "one of no values" is ``FALSE`` (PostgreSQL's WHERE needs a boolean, not
-  ``1``/``0``).
-- Lists of values bind as one ``text[]`` parameter (``= ANY(%s::text[])``) instead of ``json_each(?)``.
-- Metadata equality uses jsonb containment on the key's value, ``(metadata::jsonb -> key) @> value::jsonb``
+  ``1``/``0``): ``_SQL.all_of`` and ``_SQL.nothing``.
+- Lists of values bind as one ``text[]`` parameter (``= ANY(%s::text[])``) instead of ``json_each(?)``:
+  ``_SQL.one_of``, ``_SQL.all_tags`` and ``_SQL.values``.
+- Metadata equality (``_SQL.metadata``) uses jsonb containment on the key's value,
+  ``(metadata::jsonb -> key) @> value::jsonb``
   (https://www.postgresql.org/docs/current/datatype-json.html#JSON-CONTAINMENT), which gives the SQLite rules
   exactly: the JSON type must agree (a string only a string, ``true`` only ``true``, ``null`` only a stored
   ``null``, not a missing key); numbers compare as numbers (``1`` equals ``1.0``); a stored array matches when one
@@ -29,34 +33,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...timeutil import to_db_time
+from .. import filters as _walk
 
 __all__ = ["visibility", "where"]
 
-_SCOPED = (("agent", "agent_id"), ("project", "project_id"), ("session", "session_id"))
 _NUL_ESCAPE = "\\u0000"  # the JSON escape of U+0000, which jsonb rejects
-
-
-def visibility(viewer: dict[str, Any], alias: str) -> tuple[str, list[Any]]:
-    """``(sql, params)`` keeping what ``viewer`` (owner ids, None ignored) may see by scope; ``alias`` is an
-    identifier (checked by :func:`~agentbase.scopes.check_viewer`).
-
-    A ``global`` entry is visible to everyone; an ``agent``/``project``/``session`` entry to a viewer with that
-    owner id; with a ``user_id``, only entries of that user or of no user.
-    """
-    a = alias
-    ors = [f"{a}.scope = 'global'"]
-    params: list[Any] = []
-    for scope, key in _SCOPED:
-        value = viewer.get(key)
-        if value is not None:
-            ors.append(f"({a}.scope = '{scope}' AND {a}.{key} = %s)")
-            params.append(value)
-    sql = "(" + " OR ".join(ors) + ")"
-    if viewer.get("user_id") is not None:
-        sql += f" AND ({a}.user_id IS NULL OR {a}.user_id = %s)"
-        params.append(viewer["user_id"])
-    return sql, params
 
 
 def _metadata_clause(a: str, key: str, value: Any) -> tuple[str, list[Any]]:
@@ -68,9 +49,41 @@ def _metadata_clause(a: str, key: str, value: Any) -> tuple[str, list[Any]]:
     return f"COALESCE(({doc} -> %s::text) @> %s::jsonb, FALSE)", [key, wanted]
 
 
+_SQL = _walk.FilterSQL(
+    all_of=lambda clauses: " AND ".join(clauses) or "TRUE",
+    any_of=lambda clauses: "(" + " OR ".join(clauses) + ")",
+    nothing="FALSE",
+    equals="{a}.{column} = %s",
+    one_of="{a}.{column} = ANY(%s::text[])",
+    values=list,
+    # (tag, rid) is entry_tags' primary key, so counting the entry's rows among the wanted tags counts distinct
+    # tags: all of them present <=> the count equals their number.
+    all_tags="(SELECT count(*) FROM entry_tags t WHERE t.rid = {a}.rid AND t.tag = ANY(%s::text[])) = %s",
+    metadata=_metadata_clause,
+    date_from="COALESCE({a}.event_time, {a}.created_at) >= %s",
+    date_to="COALESCE({a}.event_time, {a}.created_at) <= %s",
+    active="{a}.status = 'active'",
+    current="{a}.superseded_by IS NULL",
+    global_scope="{a}.scope = 'global'",
+    owner_scope="({a}.scope = '{scope}' AND {a}.{column} = %s)",
+    user_or_none="({a}.user_id IS NULL OR {a}.user_id = %s)",
+)
+
+
+def visibility(viewer: dict[str, Any], alias: str) -> tuple[str, list[Any]]:
+    """``(sql, params)`` keeping what ``viewer`` (owner ids, None ignored) may see by scope; ``alias`` is an
+    identifier (checked by :func:`~agentbase.scopes.check_viewer`).
+
+    A ``global`` entry is visible to everyone; an ``agent``/``project``/``session`` entry to a viewer with that
+    owner id; with a ``user_id``, only entries of that user or of no user
+    (:func:`agentbase.storage.filters.visibility` with ``_SQL``).
+    """
+    return _walk.visibility(viewer, alias, _SQL)
+
+
 def where(f: Any, alias: str) -> tuple[str, list[Any]]:
     """``(sql, params)`` of the :class:`~agentbase.retrieval.filters.Filters` ``f`` over ``entries AS alias``
-    (``"TRUE"`` when nothing filters).
+    (``"TRUE"`` when nothing filters; :func:`agentbase.storage.filters.where` with ``_SQL``).
 
     Args:
         f: a validated ``Filters`` (``Filters.where(alias, db.ops)`` validates, then calls this).
@@ -79,53 +92,4 @@ def where(f: Any, alias: str) -> tuple[str, list[Any]]:
     Returns:
         The SQL boolean expression and its parameters, in placeholder order.
     """
-    clauses: list[str] = []
-    params: list[Any] = []
-    a = alias
-
-    def one_or_many(column: str, value: Any) -> None:
-        values = [value] if isinstance(value, str) or hasattr(value, "value") else list(value)
-        values = list(dict.fromkeys(getattr(v, "value", v) for v in values))
-        if not values:  # "one of no values": nothing passes (None, not [], means no filter)
-            clauses.append("FALSE")
-        elif len(values) == 1:
-            clauses.append(f"{a}.{column} = %s")
-            params.append(values[0])
-        else:
-            clauses.append(f"{a}.{column} = ANY(%s::text[])")
-            params.append(values)
-
-    for column in ("context_type", "category", "scope"):
-        if getattr(f, column) is not None:
-            one_or_many(column, getattr(f, column))
-    for column in ("user_id", "agent_id", "project_id", "session_id"):
-        value = getattr(f, column)
-        if value is not None:
-            clauses.append(f"{a}.{column} = %s")
-            params.append(str(value))
-    tags = list(dict.fromkeys(str(t) for t in f.tags or []))
-    if tags:
-        # (tag, rid) is entry_tags' primary key, so counting the entry's rows among the wanted tags counts
-        # distinct tags: all of them present <=> the count equals their number.
-        clauses.append(f"(SELECT count(*) FROM entry_tags t WHERE t.rid = {a}.rid "
-                       f"AND t.tag = ANY(%s::text[])) = %s")
-        params.extend([tags, len(tags)])
-    for key, value in (f.metadata or {}).items():
-        sql, args = _metadata_clause(a, key, value)
-        clauses.append(sql)
-        params.extend(args)
-    if f.date_from is not None:
-        clauses.append(f"COALESCE({a}.event_time, {a}.created_at) >= %s")
-        params.append(to_db_time(f.date_from))
-    if f.date_to is not None:
-        clauses.append(f"COALESCE({a}.event_time, {a}.created_at) <= %s")
-        params.append(to_db_time(f.date_to, end=True))
-    if not f.include_archived:
-        clauses.append(f"{a}.status = 'active'")
-    if f.exclude_superseded:
-        clauses.append(f"{a}.superseded_by IS NULL")
-    if f.visible_to is not None:
-        sql, viewer_params = visibility(f.visible_to, a)
-        clauses.append(sql)
-        params.extend(viewer_params)
-    return (" AND ".join(clauses) or "TRUE"), params
+    return _walk.where(f, alias, _SQL)
