@@ -34,13 +34,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .common import (add_db_arg, use_server, run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
+from .common import (add_db_arg, on_server, target, use_server, run_main, EMBEDDERS, build_embedder, build_settings, config_snapshot, console, default_data, dist,
                      git_info, load_average, machine_info, markdown_table, now_iso, open_agentbase, out_console,
                      table)
 
@@ -66,6 +67,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data", default=default_data("longmemeval", "longmemeval_s_dev.json.xz"),
                    help="LongMemEval file for --text longmemeval")
     p.add_argument("--skip", default="", help="comma list of parts to skip: ingest,embed,busy,find")
+    p.add_argument("--fill-from", default=None, metavar="FILE",
+                   help="start the find() database from this AgentBase SQLite file (copied; with --db, copied into "
+                        "PostgreSQL by agentbase migrate, then its HNSW index rebuilt and timed), so both engines "
+                        "are measured on the same rows; filling goes on from there up to each size")
     p.add_argument("--workdir", default=None)
     p.add_argument("--out", default=None, help="JSON output (a .md with the tables next to it)")
     p.add_argument("--seed", type=int, default=7)
@@ -268,6 +273,34 @@ class SplitEmbedder:
         return self.real.embed_query(text)
 
 
+async def seed_from(source: Path, path: Path, emb: Any, settings: Any) -> dict[str, Any]:
+    """Make the find() database a copy of ``source``: the file copied, or with ``--db`` migrated into PostgreSQL
+    (``agentbase migrate``) and its HNSW index rebuilt; ``{"copy_s", "hnsw_build_s" (PostgreSQL)}``."""
+    if not source.is_file():
+        raise SystemExit(f"--fill-from: {source} is not a file")
+    t = time.perf_counter()
+    if not on_server():
+        shutil.copyfile(source, path)
+        return {"copy_s": round(time.perf_counter() - t, 1)}
+    from agentbase.storage import migrate_to_postgres
+
+    where = target(path)
+    await migrate_to_postgres(source, where)
+    copied = time.perf_counter() - t
+    db = open_agentbase(path, settings, emb)
+    await db.initialize()
+    try:
+        t = time.perf_counter()
+        if emb is not None:
+            async with db.db.transaction() as conn:
+                await conn.ops.vectors.rebuild_index(conn, int(emb.dims))
+        built = time.perf_counter() - t
+        vectors = (await db.stats())["embeddings"]
+    finally:
+        await db.close()
+    return {"copy_s": round(copied, 1), "hnsw_build_s": round(built, 1), "vectors": vectors}
+
+
 async def part_find(args: argparse.Namespace, settings: Any, embedder: Any, workdir: Path,
                     pool: list[str] | None) -> dict[str, Any]:
     from agentbase.embeddings import HashEmbedder
@@ -291,6 +324,10 @@ async def part_find(args: argparse.Namespace, settings: Any, embedder: Any, work
                            "query_ner": settings.ner, "modes": modes, "sizes": {}}
     built_s = 0.0
     n_sess = 0
+    if args.fill_from:
+        out["fill_from"] = await seed_from(Path(args.fill_from), path, emb, fill_settings)
+        console.print(f"  seeded from {args.fill_from}: {out['fill_from']}")
+        n_sess = 10_000_000  # new sessions of the fill must not reuse the copied ones' ids
     for size in sizes:
         db = open_agentbase(path, fill_settings, emb)
         await db.initialize()
@@ -410,6 +447,10 @@ def report(payload: dict[str, Any]) -> str:
                                                             "fusion_rrf", "ner_boost", "rerank", "final")])
         emit("hybrid find() step p50 ms (trace)", ["database", "fts", "embed_query", "vector knn", "rrf", "ner",
                                                    "rerank", "final"], srows)
+        seeded = payload["find"].get("fill_from")
+        if seeded:
+            emit("find() database seeded from a file (--fill-from)", ["figure", "value"],
+                 [[k, v] for k, v in seeded.items()])
     return "\n".join(md)
 
 

@@ -52,6 +52,7 @@ async def migrate_to_postgres(source: str | Path, target_url: str, *, batch_size
                                    f"empty database only, and nothing was written")
             counts: dict[str, tuple[int, int]] = {}
             async with dst.transaction() as conn:
+                await conn.ops.load.begin(conn)
                 for table in tables:
                     copied = 0
                     async for cols, rows in src.ops.dump.read_batches(src, table, batch_size):

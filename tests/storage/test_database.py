@@ -171,10 +171,11 @@ async def test_async_context_manager_and_integrity(db_path):
 
 def _make_version(con: sqlite3.Connection, version: int) -> None:
     """Make the file look as schema ``version`` (< 8) left it: later versions unrecorded, and what versions 7 (the
-    enriched_seq column and its index), 8 (the turn-order index), 9 (messages.committed) and 10 (the checkpoint
-    tables) added removed;
+    enriched_seq column and its index), 8 (the turn-order index), 9 (messages.committed), 10 (the checkpoint
+    tables) and 11 (the superseded-facts index) added removed;
     commits and closes ``con``."""
     con.execute("DELETE FROM schema_version WHERE version > ?", (version,))
+    con.execute("DROP INDEX ix_entries_superseded_facts")  # version 11
     for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):  # version 10
         con.execute(f"DROP TABLE {table}")
     con.execute("DROP INDEX ix_links_turn_seq")

@@ -1,7 +1,7 @@
 """Several hosts on one PostgreSQL database: 4 writer processes (separate pools) add memories and commit sessions
 while 2 readers search; one writer is SIGKILLed mid-run and restarted. Asserts, and prints: no acknowledged write
 lost, no embedding job run twice (a trigger logs every committed embedding write), every vector present after
-flush, and no reader error."""
+flush, the per-lexeme document counts equal to the keyword index, and no reader error."""
 
 from __future__ import annotations
 
@@ -77,14 +77,19 @@ async def test_four_writers_two_readers_and_a_killed_writer(tmp_path, pg_url):
         missing = await ab.db.fetchone("SELECT COUNT(*) FROM jobs j JOIN entries e ON e.id = j.target "
                                        "WHERE j.kind = 'embed' AND NOT EXISTS "
                                        "(SELECT 1 FROM embeddings v WHERE v.rid = e.rid)")
+        # the per-lexeme document counts the writers added at COMMIT equal what the keyword index holds
+        truth = dict(await ab.db.fetchall("SELECT u.lexeme, count(*) FROM entries e "
+                                          "CROSS JOIN LATERAL unnest(e.fts) AS u GROUP BY 1"))
+        kept = dict(await ab.db.fetchall("SELECT lexeme, SUM(docs) FROM keyword_terms GROUP BY 1 HAVING SUM(docs) <> 0"))
         stats = await ab.stats()
         read = [json.loads((tmp_path / f"r{i}.json").read_text()) for i in range(2)]
         print(f"\nmulti-host: {len(memories)} memories and {len(sessions)} sessions acknowledged "
               f"(writer 0 killed after {killed_at} acks, restarted); lost {len(lost)}; embedding jobs run twice "
               f"{len(rows)}; embedded entries without a vector {missing[0]} (of {stats['entries_total']} entries); "
-              f"jobs {stats['jobs']}; "
+              f"jobs {stats['jobs']}; lexeme document counts equal the index: {kept == truth} ({len(truth)}); "
               f"reader queries {[r['queries'] for r in read]}, errors {[r['errors'] for r in read]}")
         assert lost == [] and rows == [] and missing[0] == 0
+        assert {x: int(n) for x, n in kept.items()} == {x: int(n) for x, n in truth.items()} and truth
         assert set(stats["jobs"]) == {"done"}, stats["jobs"]
         assert len(memories) >= 3 * PER_WRITER + killed_at
         assert all(r["errors"] == 0 and r["queries"] > 0 for r in read), reader_errors[:5]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import StorageError
-from .bm25 import adjust_stats, keyword_document
+from .bm25 import LEXEMES, adjust_stats, keyword_document, note_terms
 from .connection import redact_url
 from .graph import _graph_lock
 
@@ -136,9 +136,10 @@ async def insert_entry_columns(conn: Any, values: dict[str, Any], fts_text: str,
     marks = ", ".join(["%s"] * len(cols))
     row = await conn.fetchone(
         f"INSERT INTO entries({names}{', ' if cols else ''}fts_text, fts, doc_len) "
-        f"VALUES ({marks}{', ' if cols else ''}%s, %s::tsvector, %s) RETURNING rid",
+        f"VALUES ({marks}{', ' if cols else ''}%s, %s::tsvector, %s) RETURNING rid, {LEXEMES}",
         [*(values[c] for c in cols), fts_text, vector, length])
     await adjust_stats(conn, 1, length)
+    note_terms(conn, added=[row[1]])
     if tags:
         await conn.executemany("INSERT INTO entry_tags(rid, tag) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                                [(row[0], tag) for tag in tags])

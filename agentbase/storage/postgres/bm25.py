@@ -7,24 +7,35 @@ FTS5's formula (https://www.sqlite.org/fts5.html#the_bm25_function, ``fts5_aux.c
     idf(q)   = log((N - n(q) + 0.5) / (n(q) + 0.5)), replaced by 1e-6 when not positive
     k1 = 1.2, b = 0.75
 
-with N the indexed entries, n(q) the entries holding q (counted through the GIN index), f(q, D) the term's
+with N the indexed entries, n(q) the entries holding q (``keyword_terms``, below), f(q, D) the term's
 positions in the entry's ``tsvector``, |D| = ``entries.doc_len`` and avgdl = total tokens / N from
 ``keyword_stats``. Lower is better, as in FTS5; the caller's quantisation (``scale``) is applied in SQL the way
 the SQLite leg's ``CAST(bm25() * scale AS INTEGER)`` truncates, so ties break on rid identically.
+
+Document frequencies: every write that adds, changes or removes an entry's ``fts`` notes the lexemes that entered
+or left it (:func:`note_terms`, from ``tsvector_to_array`` of the stored value, so the counts follow exactly what
+the GIN index holds); the transaction adds them to ``keyword_terms`` just before COMMIT (:func:`flush_terms`,
+called by ``PgDatabase.transaction``), one upsert in lexeme order, so two writers never wait on each other's rows
+in opposite orders, and the counts commit or roll back with the entries.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .tokens import document_tokens, tsquery_literal, tsvector_literal
 
-__all__ = ["K1", "B", "adjust_stats", "corpus_counts", "doc_counts", "idf", "keyword_document",
-           "match_counts", "ranked"]
+__all__ = ["K1", "B", "LEXEMES", "TERMS_FROM_INDEX", "adjust_stats", "corpus_counts", "doc_counts", "flush_terms",
+           "idf", "keyword_document", "match_counts", "note_terms", "ranked", "rebuild_terms"]
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants (fts5_aux.c)
-SHARDS = 16  # rows of keyword_stats (schema.KEYWORD_STAT_SHARDS)
+SHARDS = 16  # rows of keyword_stats (schema.KEYWORD_STAT_SHARDS); keyword_terms uses the same shard per backend
+LEXEMES = "tsvector_to_array(fts)"  # what a RETURNING clause reads for note_terms: an entry's distinct lexemes
+# Every lexeme's document frequency recounted from the stored tsvectors (schema upgrade, reindex, migrate).
+TERMS_FROM_INDEX = ("INSERT INTO keyword_terms(lexeme, shard, docs) "
+                    "SELECT u.lexeme, 0, count(*) FROM entries e CROSS JOIN LATERAL unnest(e.fts) AS u GROUP BY u.lexeme")
 
 
 def keyword_document(fts_text: str) -> tuple[str, int]:
@@ -41,6 +52,38 @@ async def adjust_stats(conn: Any, docs: int, tokens: int) -> None:
                            f"WHERE shard = pg_backend_pid() %% {SHARDS}", (docs, tokens))
 
 
+def note_terms(conn: Any, added: Iterable[Sequence[str] | None] = (),
+               removed: Iterable[Sequence[str] | None] = ()) -> None:
+    """Count, on the transaction's writer, one more document for each lexeme of each array of ``added`` and one
+    fewer for each of ``removed`` (arrays as ``RETURNING`` :data:`LEXEMES` gives them; None is skipped); they reach
+    ``keyword_terms`` at COMMIT."""
+    deltas = conn.term_deltas
+    for lexemes in added:
+        deltas.update(lexemes or ())
+    for lexemes in removed:
+        deltas.subtract(lexemes or ())
+
+
+async def flush_terms(conn: Any) -> None:
+    """Add the writer's noted lexeme changes to its backend's ``keyword_terms`` rows (one statement, rows locked in
+    lexeme byte order) and clear them; nothing to do when none changed."""
+    changed = [(x, n) for x, n in conn.term_deltas.items() if n]
+    conn.term_deltas.clear()
+    if changed:
+        await conn.execute(
+            f"INSERT INTO keyword_terms(lexeme, shard, docs) SELECT t.x, pg_backend_pid() %% {SHARDS}, t.n "
+            "FROM unnest(%s::text[], %s::bigint[]) AS t(x, n) ORDER BY t.x COLLATE \"C\" "
+            "ON CONFLICT (lexeme, shard) DO UPDATE SET docs = keyword_terms.docs + EXCLUDED.docs",
+            ([x for x, _ in changed], [n for _, n in changed]))
+
+
+async def rebuild_terms(conn: Any) -> None:
+    """Recount every lexeme's document frequency from the stored ``fts`` values (after a bulk rewrite of them)."""
+    conn.term_deltas.clear()
+    await conn.execute("DELETE FROM keyword_terms")
+    await conn.execute(TERMS_FROM_INDEX)
+
+
 _TOTALS = "(SELECT COALESCE(SUM(docs), 0) FROM keyword_stats), (SELECT COALESCE(SUM(tokens), 0) FROM keyword_stats)"
 
 
@@ -48,9 +91,8 @@ async def corpus_counts(c: Any, lexemes: list[str]) -> tuple[int, float, dict[st
     """``(N, avgdl, {lexeme: entries holding it})`` in one statement: N the indexed entries and avgdl their mean
     tokens (1.0 for an empty index) from ``keyword_stats``, and the counts of :func:`doc_counts`."""
     row = await c.fetchone(
-        f"SELECT {_TOTALS}, ARRAY(SELECT (SELECT count(*) FROM entries WHERE fts @@ t.q::tsquery) "
-        "FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
-        ([tsquery_literal([x]) for x in lexemes],))
+        f"SELECT {_TOTALS}, ARRAY(SELECT COALESCE((SELECT SUM(k.docs) FROM keyword_terms k WHERE k.lexeme = t.x), 0) "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS t(x, i) ORDER BY t.i)", (list(lexemes),))
     n, total = int(row[0]), int(row[1])
     return n, (total / n if n > 0 and total > 0 else 1.0), dict(zip(lexemes, (int(x) for x in row[2])))
 
@@ -67,8 +109,13 @@ async def match_counts(c: Any, queries: list[str]) -> list[int]:
 
 
 async def doc_counts(c: Any, lexemes: list[str]) -> dict[str, int]:
-    """``{lexeme: entries holding it}``."""
-    return dict(zip(lexemes, await match_counts(c, [tsquery_literal([x]) for x in lexemes])))
+    """``{lexeme: entries holding it}`` (from ``keyword_terms``: one index read per lexeme)."""
+    if not lexemes:
+        return {}
+    rows = await c.fetchall("SELECT lexeme, SUM(docs) FROM keyword_terms WHERE lexeme = ANY(%s::text[]) "
+                            "GROUP BY lexeme", (list(lexemes),))
+    counts = {str(x): int(n) for x, n in rows}
+    return {x: counts.get(x, 0) for x in lexemes}
 
 
 def idf(n_rows: int, df: int) -> float:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ...errors import ConfigError, SchemaVersionError, StorageError
-from .schema import SCHEMA_SQL, SCHEMA_VERSION
+from .bm25 import flush_terms
+from .schema import SCHEMA_SQL, SCHEMA_VERSION, UPGRADES
 
 __all__ = ["PgDatabase", "is_postgres_url", "open_postgres", "redact_url"]
 
@@ -60,6 +62,21 @@ def _ops() -> Any:
     return sys.modules[__package__]
 
 
+MIN_SERVER_VERSION = 180000  # PostgreSQL 18: RETURNING old.* / new.* (entries, ingest)
+MIN_PGVECTOR = (0, 8)  # pgvector 0.8: iterative index scans (hnsw.iterative_scan, vectors.py)
+
+
+async def _check_pgvector(conn: Any, where: str) -> None:
+    """Refuse a server whose pgvector is missing or older than :data:`MIN_PGVECTOR`, before any schema is written."""
+    cur = await conn.execute("SELECT COALESCE(installed_version, default_version) FROM pg_available_extensions WHERE name = 'vector'")
+    row = await cur.fetchone()
+    version = tuple(int(x) for x in re.findall(r"\d+", row[0])[:2]) if row else None
+    if version is None or version < MIN_PGVECTOR:
+        found = f"pgvector {row[0]}" if row else "no pgvector extension"
+        raise StorageError(f"{where} has {found}; AgentBase needs pgvector 0.8 or newer installed on the server "
+                           f"(https://github.com/pgvector/pgvector)")
+
+
 def _set_config_sql(n: int, *, local: bool) -> str:
     """``SELECT set_config(name, value, local), ...`` for ``n`` settings (names and values are parameters)."""
     scope = "true" if local else "false"
@@ -90,6 +107,8 @@ class PgWriter:
 
     def __init__(self, conn: Any):
         self._conn = conn
+        # lexeme -> change of its document frequency, written to keyword_terms at COMMIT (bm25.flush_terms)
+        self.term_deltas: Counter[str] = Counter()
 
     @property
     def ops(self) -> Any:
@@ -183,6 +202,10 @@ class PgDatabase:
         conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True,
                                                      connect_timeout=max(1, int(self.busy_timeout_s)))
         async with conn:
+            if conn.info.server_version < MIN_SERVER_VERSION:
+                raise StorageError(
+                    f"{self.path} is PostgreSQL {conn.info.server_version // 10000}; AgentBase needs PostgreSQL 18 or "
+                    f"newer (its writes read a row's old and new values with RETURNING old./new.)")
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 cur = await conn.execute("SELECT to_regclass('schema_version') IS NOT NULL")
@@ -196,12 +219,18 @@ class PgDatabase:
                         f"{self.path} has schema version {current}, newer than this AgentBase ({SCHEMA_VERSION}); "
                         f"upgrade agentbase to open it")
                 if current == 0:
+                    await _check_pgvector(conn, self.path)
                     await conn.execute(SCHEMA_SQL)
                     await conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (SCHEMA_VERSION,))
                 elif current < target:
-                    raise SchemaVersionError(
-                        f"{self.path} has schema version {current}; this AgentBase creates PostgreSQL schemas at "
-                        f"version {SCHEMA_VERSION} and has no upgrade from {current}")
+                    missing = [v for v in range(current + 1, target + 1) if v not in UPGRADES]
+                    if missing:
+                        raise SchemaVersionError(
+                            f"{self.path} has schema version {current}; this AgentBase has no PostgreSQL upgrade "
+                            f"to version {missing[0]} (the first PostgreSQL schema was version {min(UPGRADES) - 1})")
+                    for version in range(current + 1, target + 1):
+                        await conn.execute(UPGRADES[version])
+                        await conn.execute("INSERT INTO schema_version(version) VALUES (%s)", (version,))
 
     @contextlib.asynccontextmanager
     async def transaction(self, *, durable: bool = True) -> AsyncIterator[PgWriter]:
@@ -228,6 +257,7 @@ class PgDatabase:
                     if not durable:
                         await conn.execute("SET LOCAL synchronous_commit = off")
                     yield writer
+                    await flush_terms(writer)
         except self._errors as exc:
             raise StorageError(f"write failed on {self.path}: {exc}") from exc
 

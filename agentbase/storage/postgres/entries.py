@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..entries import ENTRY_COLUMNS, INSERT_FIELDS, SESSION_SUMMARY
-from .bm25 import adjust_stats, keyword_document
+from .bm25 import LEXEMES, adjust_stats, keyword_document, note_terms
 from .sqlutil import in_transaction, lock_key
 from .sqlutil import limit as _limit
 from .sqlutil import offset as _offset
@@ -197,8 +197,9 @@ async def insert_rows(conn: Any, rows: Sequence[tuple], tags: Sequence[tuple[str
             params += [*row, vector, length]
             tokens += length
         docs += len(batch)
-        await conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES "
-                           f"{', '.join([_ROW_VALUES] * len(batch))}", params)
+        inserted = await conn.fetchall(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES "
+                                       f"{', '.join([_ROW_VALUES] * len(batch))} RETURNING {LEXEMES}", params)
+        note_terms(conn, added=[r[0] for r in inserted])
     if tags:
         await conn.execute(
             "INSERT INTO entry_tags(rid, tag) SELECT e.rid, t.tag FROM unnest(%s::text[], %s::text[]) AS t(tag, id) "
@@ -215,10 +216,23 @@ async def insert_rows(conn: Any, rows: Sequence[tuple], tags: Sequence[tuple[str
 
 
 async def _rewrite_keyword(conn: Any, sql: str, params: Sequence[Any]) -> None:
-    """Run an ``UPDATE entries ... RETURNING old.doc_len, new.doc_len`` and move ``keyword_stats`` by the change."""
-    row = await conn.fetchone(sql, params)
+    """Run an ``UPDATE entries ... RETURNING`` :data:`KEYWORD_CHANGE` and move ``keyword_stats`` and the lexemes'
+    document counts by the change."""
+    row = await conn.fetchone(f"{sql} RETURNING {KEYWORD_CHANGE}", params)
+    await keyword_changed(conn, row)
+
+
+# What an UPDATE of an entry's keyword text returns for keyword_changed: its old and new token counts and lexemes
+# (RETURNING old./new., PostgreSQL 18).
+KEYWORD_CHANGE = "old.doc_len, new.doc_len, tsvector_to_array(old.fts), tsvector_to_array(new.fts)"
+
+
+async def keyword_changed(conn: Any, row: tuple | None) -> None:
+    """Move ``keyword_stats`` and the lexemes' document counts by the change a :data:`KEYWORD_CHANGE` row reports
+    (None: no row was updated)."""
     if row is not None:
         await adjust_stats(conn, 0, int(row[1]) - int(row[0]))
+        note_terms(conn, added=[row[3]], removed=[row[2]])
 
 
 async def update_row(conn: Any, rid: int, values: Sequence[Any]) -> None:
@@ -231,7 +245,7 @@ async def update_row(conn: Any, rid: int, values: Sequence[Any]) -> None:
         "UPDATE entries SET category=%s, l0_abstract=%s, l1_overview=%s, l2_full=%s, fts_text=%s, tags=%s, "
         "metadata=%s, scope=%s, confidence=%s, importance=%s, updated_at=%s, event_time=%s, content_hash=%s, "
         "superseded_by=%s, status=%s, uri=%s, mime_type=%s, name=%s, description=%s, fts=%s::tsvector, doc_len=%s "
-        "WHERE rid=%s RETURNING old.doc_len, new.doc_len", (*values, vector, length, rid))
+        "WHERE rid=%s", (*values, vector, length, rid))
 
 
 async def write_tags(conn: Any, rid: int, tags: Sequence[str]) -> None:
@@ -247,8 +261,7 @@ async def set_tags(conn: Any, rid: int, tags: Sequence[str], fts_text: str) -> N
     """Give row ``rid`` these tags (column and ``entry_tags``) and this keyword text (with its keyword vector)."""
     vector, length = keyword_document(fts_text)
     await _rewrite_keyword(
-        conn, "UPDATE entries SET tags = %s, fts_text = %s, fts = %s::tsvector, doc_len = %s WHERE rid = %s "
-              "RETURNING old.doc_len, new.doc_len",
+        conn, "UPDATE entries SET tags = %s, fts_text = %s, fts = %s::tsvector, doc_len = %s WHERE rid = %s",
         (json.dumps(list(tags), ensure_ascii=False), fts_text, vector, length, rid))
     await write_tags(conn, rid, tags)
 
@@ -267,11 +280,12 @@ async def repoint_superseded(conn: Any, entry_id: str, superseded_by: str | None
 async def delete_row(conn: Any, rid: int, entry_id: str) -> None:
     """Delete row ``rid`` (id ``entry_id``; its tags follow by cascade, its keyword tokens leave ``keyword_stats``),
     its session links and its pending embedding job. Its vector and graph relations are the caller's to remove."""
-    row = await conn.fetchone("DELETE FROM entries WHERE rid = %s RETURNING doc_len", (rid,))
+    row = await conn.fetchone(f"DELETE FROM entries WHERE rid = %s RETURNING doc_len, {LEXEMES}", (rid,))
     await conn.execute("DELETE FROM session_memory_links WHERE entry_id = %s", (entry_id,))
     await conn.execute("DELETE FROM jobs WHERE kind = 'embed' AND target = %s", (entry_id,))
     if row is not None:
         await adjust_stats(conn, -1, -int(row[0]))
+        note_terms(conn, removed=[row[1]])
 
 
 async def requeue_session_summaries(conn: Any, session_ids: set[str], now: str, skip: set[str] = frozenset()) -> None:

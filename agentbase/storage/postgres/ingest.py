@@ -234,16 +234,17 @@ async def set_derived_text(conn: Any, rid: int, metadata_json: str, l0_abstract:
     """Replace the entry row's metadata, L0/L1 tiers and keyword text (derived text: no history event, no new
     vector). The keyword index follows the text in the same statement, as SQLite's trigger makes FTS5 follow it:
     ``fts`` and ``doc_len`` are rebuilt from ``fts_text`` (:func:`.bm25.keyword_document`) and ``keyword_stats``
-    moves by the new minus the old ``doc_len`` (read by ``RETURNING old.doc_len``, PostgreSQL 18)."""
-    from .bm25 import adjust_stats, keyword_document
+    moves by the new minus the old ``doc_len`` (read by ``RETURNING old.doc_len``, PostgreSQL 18), the lexemes'
+    document counts by the lexemes that entered or left (``entries.keyword_changed``)."""
+    from .bm25 import keyword_document
+    from .entries import KEYWORD_CHANGE, keyword_changed
 
     vector, length = keyword_document(fts_text)
     row = await conn.fetchone(
         "UPDATE entries SET metadata = %s, l0_abstract = %s, l1_overview = %s, fts_text = %s, fts = %s::tsvector, "
-        "doc_len = %s WHERE rid = %s RETURNING old.doc_len, new.doc_len",
+        f"doc_len = %s WHERE rid = %s RETURNING {KEYWORD_CHANGE}",
         (metadata_json, l0_abstract, l1_overview, fts_text, vector, length, rid))
-    if row is not None:
-        await adjust_stats(conn, 0, int(row[1]) - int(row[0]))
+    await keyword_changed(conn, row)
 
 
 async def llm_fact_rows(c: Any, message_id: str) -> list[tuple]:

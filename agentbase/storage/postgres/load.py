@@ -1,7 +1,7 @@
 """Writing copied rows into an empty PostgreSQL database, for ``agentbase migrate`` (storage/migrate.py).
 
 Rows arrive as the SQLite engine stores them; what this engine keeps differently is filled in here: the keyword
-``tsvector``/``doc_len`` and ``keyword_stats`` of each entry (storage/postgres/bm25.py), vectors as pgvector values,
+``tsvector``/``doc_len``, ``keyword_stats`` and ``keyword_terms`` of each entry (storage/postgres/bm25.py), vectors as pgvector values,
 and the identity sequences moved past the copied ids.
 """
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .bm25 import adjust_stats, keyword_document
+from .bm25 import adjust_stats, keyword_document, rebuild_terms
 
-__all__ = ["IDENTITY", "finish", "insert_rows", "row_count"]
+__all__ = ["IDENTITY", "begin", "finish", "insert_rows", "row_count"]
 
 IDENTITY = {"entries": "rid", "entry_history": "seq", "jobs": "id"}  # identity columns whose sequences move on
 _TABLES = frozenset({"meta", "entries", "entry_tags", "entry_history", "sessions", "messages",
@@ -31,6 +31,12 @@ async def row_count(c: Any, table: str) -> int:
     """Rows of ``table``."""
     _check(table)
     return int((await c.fetchone(f"SELECT COUNT(*) FROM {table}"))[0])
+
+
+async def begin(conn: Any) -> None:
+    """Prepare the copy's transaction: no statement timeout (``storage.busy_timeout_s`` bounds a query's wait, not a
+    bulk copy's statements, nor the HNSW build at :func:`finish`)."""
+    await conn.execute("SET LOCAL statement_timeout = 0")
 
 
 async def insert_rows(conn: Any, table: str, columns: list[str], rows: list[tuple]) -> int:
@@ -55,7 +61,15 @@ async def insert_rows(conn: Any, table: str, columns: list[str], rows: list[tupl
 
 
 async def finish(conn: Any) -> None:
-    """Move each identity sequence past the largest copied id, so new rows never collide with copied ones."""
+    """Move each identity sequence past the largest copied id, so new rows never collide with copied ones, and
+    count every lexeme's documents (``keyword_terms``) from the copied entries, and build the HNSW index of the
+    copied vectors when their dimension is known (``meta.vector_dims``), so the first open does not build it."""
+    await rebuild_terms(conn)
+    row = await conn.fetchone("SELECT value FROM meta WHERE key = 'vector_dims'")
+    if row is not None and str(row[0]).isdigit() and int(row[0]) > 0:
+        from .vectors import create_index
+
+        await create_index(conn, int(row[0]))
     for table, column in IDENTITY.items():
         await conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                            f"GREATEST((SELECT COALESCE(MAX({column}), 0) FROM {table}), 1), "

@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .bm25 import SHARDS, keyword_document
+from .bm25 import SHARDS, keyword_document, rebuild_terms
 
 __all__ = ["HNSW_INDEX", "counts", "get_value", "rebuild_keyword_index", "record_vector_model", "reset_vectors",
            "set_value", "vec_table_exists", "vector_meta"]
@@ -82,7 +82,7 @@ async def reset_vectors(conn: Any, dims: int, model_id: str) -> None:
 # ------------------------------------------------------------------------------------------------ maintenance
 async def rebuild_keyword_index(conn: Any, texts: Sequence[tuple[int, str]]) -> None:
     """Set each ``(rid, fts_text)`` row's keyword text, recompute every entry's ``fts``/``doc_len`` from its
-    keyword text, and reset ``keyword_stats`` to the true totals (see the module docstring for the lock)."""
+    keyword text, and reset ``keyword_stats`` and ``keyword_terms`` to the true totals (see the module docstring for the lock)."""
     await conn.execute("LOCK TABLE entries IN SHARE ROW EXCLUSIVE MODE")
     given = {int(rid): text for rid, text in texts}
     stored = await conn.fetchall("SELECT rid, fts_text FROM entries ORDER BY rid")
@@ -99,6 +99,7 @@ async def rebuild_keyword_index(conn: Any, texts: Sequence[tuple[int, str]]) -> 
                        f"ON CONFLICT DO NOTHING")
     await conn.execute("UPDATE keyword_stats SET docs = CASE WHEN shard = 0 THEN %s ELSE 0 END, "
                        "tokens = CASE WHEN shard = 0 THEN %s ELSE 0 END", (int(docs), int(tokens)))
+    await rebuild_terms(conn)
 
 
 async def counts(c: Any) -> dict[str, Any]:

@@ -8,7 +8,10 @@ What differs from SQLite, and why:
 - Keyword index: ``entries.fts`` is a ``tsvector`` built by AgentBase from the same tokens SQLite's FTS5 indexes
   (``storage/postgres/tokens.py``: unicode61 folding + Porter stems), with a GIN index; ``entries.doc_len`` is the
   token count BM25 needs, and ``keyword_stats`` keeps the document and token totals in 16 rows (one picked per
-  backend) so concurrent writers do not queue on one counter row.
+  backend) so concurrent writers do not queue on one counter row. ``keyword_terms`` keeps each lexeme's document
+  frequency the same way (``(lexeme, shard)`` rows summed by readers), so BM25's ``n(q)`` is one index read rather
+  than a count of the lexeme's rows through the GIN index (that count visits every matching heap row: 6-20 ms per
+  frequent term at 100k entries against 0.1 ms). Writers add their changes at COMMIT (``bm25.flush_terms``).
 - Vectors: ``embeddings.vector`` is a pgvector ``vector``; an HNSW index (cosine) is created for the model's
   dimension when the first vector is written (``storage/postgres/vectors.py``), as SQLite creates ``vec_entries``.
 - Times and JSON stay TEXT in the formats the SQLite engine writes (UTC ISO 8601 text, JSON text), so rows read
@@ -21,10 +24,22 @@ What differs from SQLite, and why:
 from __future__ import annotations
 
 from ..sqlite.schema import SCHEMA_VERSION
+from .bm25 import TERMS_FROM_INDEX
 
-__all__ = ["KEYWORD_STAT_SHARDS", "SCHEMA_SQL", "SCHEMA_VERSION"]
+__all__ = ["KEYWORD_STAT_SHARDS", "SCHEMA_SQL", "SCHEMA_VERSION", "UPGRADES"]
 
 KEYWORD_STAT_SHARDS = 16  # rows of keyword_stats; a writer updates the row of (its backend pid % 16)
+
+# v11 (both engines: the superseded-facts index, storage/sqlite/schema.py) and this engine's keyword_terms.
+_V11 = """
+CREATE TABLE keyword_terms (
+    lexeme TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    docs BIGINT NOT NULL,
+    PRIMARY KEY (lexeme, shard)
+);
+CREATE INDEX ix_entries_superseded_facts ON entries(user_id) WHERE fact_key IS NOT NULL AND superseded_by IS NOT NULL;
+"""
 
 SCHEMA_SQL = f"""
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -74,7 +89,7 @@ CREATE TABLE keyword_stats (
     tokens BIGINT NOT NULL DEFAULT 0
 );
 INSERT INTO keyword_stats(shard) SELECT generate_series(0, {KEYWORD_STAT_SHARDS - 1});
-CREATE TABLE entry_tags (
+{_V11}CREATE TABLE entry_tags (
     rid BIGINT NOT NULL REFERENCES entries(rid) ON DELETE CASCADE,
     tag TEXT NOT NULL,
     PRIMARY KEY (tag, rid)
@@ -260,3 +275,9 @@ CREATE TABLE checkpoint_writes (
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 );
 """
+
+# The statements that bring a database of the previous version to each version, run under the schema lock
+# (connection.py). Version 10 was the first PostgreSQL schema.
+UPGRADES: dict[int, str] = {
+    11: _V11 + TERMS_FROM_INDEX + ";",
+}

@@ -15,6 +15,12 @@ FTS5's rules (https://www.sqlite.org/fts5.html#unicode61_tokenizer, #porter_toke
 The text given is ``entries.fts_text`` (already NFKC-folded, CJK runs written as bigrams by
 :func:`agentbase.index.fts.fts_document`), exactly what FTS5 receives. ``tests/storage/test_postgres_tokens.py``
 checks the equality against FTS5's own vocabulary on the LoCoMo conversations and a multilingual sample.
+
+Two limits of PostgreSQL's ``tsvector`` that FTS5 lacks (https://www.postgresql.org/docs/current/textsearch-limitations.html):
+a lexeme holds at most 2,046 bytes, so a longer token (a long URL, a hex dump) is indexed and searched as its first
+2,046 bytes (documents and queries cut alike, so it still matches itself); and a ``tsvector`` holds at most 1 MB,
+so an entry with more distinct tokens than fit (about 100,000 distinct words) indexes the first ones that fit and
+leaves the rest out of its keyword index (its token count, BM25's ``|D|``, still counts every token).
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ __all__ = ["document_tokens", "query_lexemes", "tsquery_literal", "tsvector_lite
 _PORTER_MIN, _PORTER_MAX = 3, 64
 _MAX_POSITION = 16383  # PostgreSQL's largest tsvector position (later ones are stored as 16383)
 _MAX_POSITIONS = 255  # positions PostgreSQL keeps per lexeme in a tsvector (tf is capped there; BM25 saturates)
+_MAX_LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme (MAXSTRLEN - 1 in ts_type.h: "word is too long")
+# A tsvector must stay under 1 MB (MAXSTRPOS, 1 << 20 bytes, "string is too long for tsvector"); each lexeme costs
+# its bytes, a 4-byte entry, a 2-byte position count and 2 bytes per position, plus alignment: kept under 1,000,000.
+_MAX_TSVECTOR_BYTES = 1_000_000
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,6 +64,14 @@ def _stem(token: str) -> str:
 
 
 @functools.lru_cache(maxsize=65536)
+def _fit(token: str) -> str:
+    """``token`` cut to at most :data:`_MAX_LEXEME_BYTES` UTF-8 bytes (at a character boundary)."""
+    data = token.encode("utf-8")
+    if len(data) <= _MAX_LEXEME_BYTES:
+        return token
+    return data[:_MAX_LEXEME_BYTES].decode("utf-8", errors="ignore")
+
+
 def _fold_token(raw: str) -> str:
     lowered = raw.lower().replace("\u03c2", "\u03c3")
     folded = "".join(c for c in unicodedata.normalize("NFD", lowered) if unicodedata.category(c) != "Mn")
@@ -71,12 +89,12 @@ def document_tokens(text: str) -> list[str]:
         elif start is not None:
             token = _fold_token(text[start:i])
             if token:
-                out.append(token)
+                out.append(_fit(token))
             start = None
     if start is not None:
         token = _fold_token(text[start:])
         if token:
-            out.append(token)
+            out.append(_fit(token))
     return out
 
 
@@ -89,10 +107,18 @@ def tsvector_literal(tokens: list[str]) -> str:
     PostgreSQL stores the tokens as given (no parser, no dictionary) and a token's term frequency is its number
     of positions (https://www.postgresql.org/docs/current/datatype-textsearch.html)."""
     positions: dict[str, list[int]] = {}
+    size = 0
     for i, token in enumerate(tokens, start=1):
-        kept = positions.setdefault(token, [])
+        kept = positions.get(token)
+        if kept is None:
+            cost = len(token.encode("utf-8")) + 8
+            if size + cost > _MAX_TSVECTOR_BYTES:
+                continue  # the tsvector is full: a new lexeme is left out (module docstring)
+            size += cost
+            kept = positions[token] = []
         if len(kept) < _MAX_POSITIONS:
             kept.append(min(i, _MAX_POSITION))
+            size += 2
     return " ".join(f"{_quote(t)}:{','.join(map(str, dict.fromkeys(p)))}" for t, p in positions.items())
 
 

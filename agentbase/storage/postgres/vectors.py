@@ -27,6 +27,7 @@ from .sqlutil import lock_key
 # Filtered rows up to which the leg scans exactly: an exact scan cost about 2 us per 384-d row here (21 ms for
 # 10k rows, EXPLAIN ANALYZE), so up to 5,000 rows it stays near 10 ms and equals SQLite's answer; above, HNSW.
 EXACT_MAX_ROWS = 5_000
+HNSW_MAX_DIMS = 2_000  # pgvector's HNSW indexes `vector` columns of at most 2,000 dimensions; above, exact scans
 _INDEX = "ix_embeddings_hnsw"
 
 
@@ -45,12 +46,31 @@ async def create_index(conn: Any, dims: int) -> None:
 
     ``CREATE INDEX`` takes a SHARE lock on ``embeddings`` even when the index exists, which would make every
     embedding batch queue behind (and deadlock with) other hosts' writes; so the index is looked up first, and
-    only created, under an advisory lock, when it is missing."""
+    only created, under an advisory lock, when it is missing. The build has no statement timeout. Vectors of more
+    than :data:`HNSW_MAX_DIMS` dimensions get no index (pgvector's limit) and are always searched exactly."""
+    if dims > HNSW_MAX_DIMS:
+        return  # no index: nearest() scans exactly (docs/scale_out.md)
     if await conn.fetchone("SELECT to_regclass(%s) IS NOT NULL", (_INDEX,)) == (True,):
         return
     await lock_key(conn, "agentbase.vector-index")
+    # a build over many stored vectors outlasts any query timeout (67k 384-d vectors: 33 s here; pgvector builds
+    # faster when the graph fits in maintenance_work_mem, docs/scale_out.md)
+    await conn.execute("SET LOCAL statement_timeout = 0")
     await conn.execute(f"CREATE INDEX IF NOT EXISTS {_INDEX} ON embeddings USING hnsw "
                        f"((vector::vector({int(dims)})) vector_cosine_ops)")
+
+
+async def rebuild_index(conn: Any, dims: int) -> None:
+    """Drop the HNSW index and build it again from the stored vectors (as after a bulk load: one build is faster
+    and gives a better graph than row-by-row inserts). The build has no statement timeout and holds a SHARE lock
+    on ``embeddings`` (writes of vectors wait; reads go on).
+
+    Args:
+        conn: the ``Writer`` of an open transaction. dims: the vector dimension.
+    """
+    await lock_key(conn, "agentbase.vector-index")
+    await conn.execute(f"DROP INDEX IF EXISTS {_INDEX}")
+    await create_index(conn, dims)
 
 
 async def upsert(conn: Any, engine: str, rid: int, vector: Sequence[float] | np.ndarray) -> None:
@@ -71,7 +91,7 @@ async def nearest(c: Any, engine: str, query: Sequence[float] | np.ndarray, k: i
 
     One statement counts the filtered rows (up to the bound), checks that the HNSW index exists for this
     dimension, and, when either says so, returns the exact answer; only a larger filtered set costs a second
-    statement, the HNSW scan.
+    statement, the HNSW scan, and a third, exact one when that scan returns fewer than ``k`` rows.
 
     Raises:
         StorageError: the query failed.
@@ -91,6 +111,12 @@ async def nearest(c: Any, engine: str, query: Sequence[float] | np.ndarray, k: i
     if rows[0][0]:
         return [(int(r[1]), float(r[2])) for r in rows if r[1] is not None]
     rows = await _hnsw(c, qtext, dims, k, where_sql, list(params))
+    if len(rows) < k:
+        # The graph gave up before k rows passed the filter (hnsw.max_scan_tuples, or a graph that near-duplicate
+        # vectors left poorly connected): the exact scan fills k, at the cost of reading every filtered vector.
+        rows = await c.fetchall(
+            f"SELECT v.rid, (v.vector <=> %s::vector) AS d FROM entries e JOIN embeddings v ON v.rid = e.rid "
+            f"WHERE v.dims = %s AND {where_sql} ORDER BY d, v.rid LIMIT %s", [qtext, dims, *params, k])
     return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda p: (p[1], p[0]))
 
 

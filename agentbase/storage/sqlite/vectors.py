@@ -33,6 +33,16 @@ async def create_index(conn: Any, dims: int) -> None:
     )
 
 
+async def rebuild_index(conn: Any, dims: int) -> None:
+    """Build the approximate-neighbour index again from the stored vectors (after a bulk load). Nothing to do here:
+    sqlite-vec's ``vec0`` table is an exact, brute-force index kept row by row.
+
+    Args:
+        conn: the ``Writer`` of an open transaction. dims: the vector dimension.
+    """
+    return None
+
+
 async def upsert(conn: Any, engine: str, rid: int, vector: Sequence[float] | np.ndarray) -> None:
     """Write (replace) entry ``rid``'s row of the derived vector index; the ``embeddings`` row is the caller's.
 

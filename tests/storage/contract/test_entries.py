@@ -62,7 +62,8 @@ async def jobs_of(store) -> list[tuple]:
 
 
 async def check_keyword_stats(store, engine) -> None:
-    """PostgreSQL: ``keyword_stats`` holds the true totals, and each row's ``fts``/``doc_len`` is its text's."""
+    """PostgreSQL: ``keyword_stats`` holds the true totals, ``keyword_terms`` every lexeme's true document count,
+    and each row's ``fts``/``doc_len`` is its text's."""
     if engine != "postgres":
         return
     from agentbase.storage.postgres.bm25 import keyword_document
@@ -70,6 +71,11 @@ async def check_keyword_stats(store, engine) -> None:
     docs, tokens = await store.fetchone("SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(tokens), 0) FROM keyword_stats")
     n, total = await store.fetchone("SELECT COUNT(*), COALESCE(SUM(doc_len), 0) FROM entries")
     assert (int(docs), int(tokens)) == (int(n), int(total))
+    truth = await store.fetchall("SELECT u.lexeme, count(*) FROM entries e CROSS JOIN LATERAL unnest(e.fts) AS u "
+                                 "GROUP BY 1 ORDER BY 1")
+    kept = await store.fetchall("SELECT lexeme, SUM(docs) FROM keyword_terms GROUP BY 1 HAVING SUM(docs) <> 0 "
+                                "ORDER BY 1")
+    assert [(x, int(c)) for x, c in kept] == [(x, int(c)) for x, c in truth]
     for rid, text, doc_len, same in await store.fetchall("SELECT rid, fts_text, doc_len, fts::text FROM entries"):
         vector, length = keyword_document(text)
         assert doc_len == length, rid

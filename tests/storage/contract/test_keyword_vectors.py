@@ -30,14 +30,15 @@ async def _add(store, text: str, *, user_id: str | None = None, vector: np.ndarr
             "user_id": user_id, "created_at": T0, "updated_at": T0, "content_hash": str(random.random())}
     async with store.transaction() as c:
         if store.engine == "postgres":
-            from agentbase.storage.postgres.bm25 import adjust_stats, keyword_document
+            from agentbase.storage.postgres.bm25 import LEXEMES, adjust_stats, keyword_document, note_terms
 
             tsv, length = keyword_document(doc)
             cols.update(doc_len=length)
             names = ", ".join([*cols, "fts"])
-            rid = (await c.fetchone(f"INSERT INTO entries({names}) VALUES ({', '.join(['%s'] * len(cols))}, "
-                                    "%s::tsvector) RETURNING rid", [*cols.values(), tsv]))[0]
+            rid, lexemes = await c.fetchone(f"INSERT INTO entries({names}) VALUES ({', '.join(['%s'] * len(cols))}, "
+                                            f"%s::tsvector) RETURNING rid, {LEXEMES}", [*cols.values(), tsv])
             await adjust_stats(c, 1, length)
+            note_terms(c, added=[lexemes])
         else:
             names = ", ".join(cols)
             rid = (await c.fetchone(f"INSERT INTO entries({names}) VALUES ({', '.join('?' * len(cols))}) "
