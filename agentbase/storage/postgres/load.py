@@ -63,13 +63,15 @@ async def insert_rows(conn: Any, table: str, columns: list[str], rows: list[tupl
 async def finish(conn: Any) -> None:
     """Move each identity sequence past the largest copied id, so new rows never collide with copied ones, and
     count every lexeme's documents (``keyword_terms``) from the copied entries, and build the HNSW index of the
-    copied vectors when their dimension is known (``meta.vector_dims``), so the first open does not build it."""
+    copied vectors when their dimension is known (``meta.vector_dims``), so the first open does not build it; then
+    ANALYZE, so the first queries are planned on the copied rows' statistics."""
     await rebuild_terms(conn)
     row = await conn.fetchone("SELECT value FROM meta WHERE key = 'vector_dims'")
     if row is not None and str(row[0]).isdigit() and int(row[0]) > 0:
         from .vectors import create_index
 
         await create_index(conn, int(row[0]))
+    await conn.execute("ANALYZE")  # planner statistics of the copied tables, before the first query plans them
     for table, column in IDENTITY.items():
         await conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                            f"GREATEST((SELECT COALESCE(MAX({column}), 0) FROM {table}), 1), "

@@ -17,6 +17,7 @@ operations exist for completeness.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,12 @@ from .sqlutil import lock_key
 # Filtered rows up to which the leg scans exactly: an exact scan cost about 2 us per 384-d row here (21 ms for
 # 10k rows, EXPLAIN ANALYZE), so up to 5,000 rows it stays near 10 ms and equals SQLite's answer; above, HNSW.
 EXACT_MAX_ROWS = 5_000
+# Filters that passed more than EXACT_MAX_ROWS rows recently: (database, filter SQL, params) -> monotonic time seen.
+# Counting up to the bound reads 5,001 rows (about 10 ms at 100k entries), so a filter seen large goes straight to
+# HNSW for LARGE_FILTER_TTL_S seconds. A filter that shrank meanwhile still gets a full answer: an HNSW scan short
+# of k is filled by the exact scan (nearest()).
+LARGE_FILTER_TTL_S = 60.0
+_large_filters: dict[tuple[str, str, str], float] = {}  # bounded: cleared past 1,000 keys
 HNSW_MAX_DIMS = 2_000  # pgvector's HNSW indexes `vector` columns of at most 2,000 dimensions; above, exact scans
 _INDEX = "ix_embeddings_hnsw"
 
@@ -101,6 +108,11 @@ async def nearest(c: Any, engine: str, query: Sequence[float] | np.ndarray, k: i
     if k <= 0:
         return []
     qtext = "[" + ",".join(repr(float(x)) for x in q) + "]"
+    # remembered per database (a reader: a writer's transaction always counts)
+    key = (str(c.url), f"{dims}:{where_sql}", repr(list(params))) if hasattr(c, "url") else None
+    seen = _large_filters.get(key) if key else None
+    if seen is not None and time.monotonic() - seen < LARGE_FILTER_TTL_S:
+        return await _hnsw_filled(c, qtext, dims, k, where_sql, list(params))
     rows = await c.fetchall(
         f"WITH f AS MATERIALIZED (SELECT e.rid FROM entries e WHERE {where_sql} LIMIT {EXACT_MAX_ROWS + 1}), "
         f"n AS (SELECT count(*) <= {EXACT_MAX_ROWS} OR position(%s IN COALESCE(pg_get_indexdef(to_regclass(%s)), "
@@ -110,7 +122,16 @@ async def nearest(c: Any, engine: str, query: Sequence[float] | np.ndarray, k: i
         "ON true", [*params, f"vector({dims})", _INDEX, qtext, dims, k])
     if rows[0][0]:
         return [(int(r[1]), float(r[2])) for r in rows if r[1] is not None]
-    rows = await _hnsw(c, qtext, dims, k, where_sql, list(params))
+    if key is not None:
+        if len(_large_filters) > 1000:
+            _large_filters.clear()
+        _large_filters[key] = time.monotonic()
+    return await _hnsw_filled(c, qtext, dims, k, where_sql, list(params))
+
+
+async def _hnsw_filled(c: Any, qtext: str, dims: int, k: int, where_sql: str,
+                       params: list[Any]) -> list[tuple[int, float]]:
+    rows = await _hnsw(c, qtext, dims, k, where_sql, params)
     if len(rows) < k:
         # The graph gave up before k rows passed the filter (hnsw.max_scan_tuples, or a graph that near-duplicate
         # vectors left poorly connected): the exact scan fills k, at the cost of reading every filtered vector.
