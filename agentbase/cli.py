@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from .storage.postgres.connection import redact_url
+from .storage.postgres.connection import is_postgres_url, redact_url
 from .cli_bench import bench_app
 from .errors import (AgentBaseError, ConfigError, MissingDependencyError, NotFoundError, UsageError,
                      ValidationError)
@@ -79,13 +79,44 @@ EmbOpt = typer.Option(None, "--embedder", help="Embedder provider: local, onnx, 
 
 
 def _db(path: str, embedder: str | None = None, *, existing: bool = False) -> Any:
-    """An AgentBase on ``path``; with ``existing=True`` a missing file is a UsageError (exit 2), so reading or
-    deleting through a mistyped ``--db`` never creates an empty database."""
+    """An AgentBase on ``path`` (a SQLite file or a ``postgresql://`` URL); with ``existing=True`` a missing file
+    is a UsageError (exit 2), so reading or deleting through a mistyped ``--db`` never creates an empty database.
+    A URL is never looked up as a file: the database is opened, and a server that cannot be reached, a database
+    that does not exist or a wrong password is a StorageError (exit 3) naming the URL with its password hidden.
+    The URL's passwords are remembered so that :func:`_fail` hides them in any message (see :func:`_secrets`)."""
     from .engine import AgentBase
 
-    if existing and not Path(path).exists():
+    if is_postgres_url(path):
+        _SECRETS.update(_secrets(path))
+    elif existing and not Path(path).exists():
         raise UsageError(f"no database at {path}; create one with `agentbase init --db {path}`")
     return AgentBase(path, embedder=embedder) if embedder else AgentBase(path)
+
+
+_SECRETS: set[str] = set()  # passwords of the URLs this process was given; _fail replaces them by ***
+_SECRET_MIN = 4  # shorter strings are not scrubbed from messages (they would mangle ordinary words)
+
+
+def _secrets(url: str) -> set[str]:
+    """The passwords in ``url``, as written and percent-decoded: the ``user:password@`` one and every ``password=``
+    query value (what :func:`redact_url` hides), those of at least ``_SECRET_MIN`` characters."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        found = [parts.netloc.rpartition("@")[0].partition(":")[2]] if "@" in parts.netloc else []
+    except ValueError:
+        return set()
+    found += [v for k, _, v in (p.partition("=") for p in parts.query.split("&"))
+              if unquote(k).strip().lower() == "password"]
+    return {x for v in found for x in (v, unquote(v)) if len(x) >= _SECRET_MIN}
+
+
+def _scrub(message: str) -> str:
+    """``message`` with each remembered URL password (:data:`_SECRETS`) replaced by ``***``, longest first."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return message
 
 
 EXIT_NOT_FOUND, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
@@ -94,7 +125,7 @@ ID_PREFIX_MIN = 8
 
 def _fail(exc: AgentBaseError) -> typer.Exit:
     """Print ``exc`` and return the Exit with its documented status (1 not found, 2 bad input, 3 other)."""
-    err.print(_tagged("error:", "red", str(exc)), soft_wrap=True)
+    err.print(_tagged("error:", "red", _scrub(str(exc))), soft_wrap=True)
     if isinstance(exc, NotFoundError):
         return typer.Exit(EXIT_NOT_FOUND)
     if isinstance(exc, (ConfigError, UsageError, MissingDependencyError)):
@@ -640,16 +671,26 @@ def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="R
         console.print(f"scanned {out['scanned']}, {verb} {len(out['deleted'] if purge else out['archived'])}")
 
 
+def _backup_dir(ab: Any) -> Path:
+    """``backup``'s default folder: ``<file>.backups`` beside a SQLite file; for a PostgreSQL URL
+    ``<database name>.backups`` in the current folder (never a path made of the URL, which holds the password)."""
+    if ab.url is None:
+        return Path(f"{ab.path}.backups")
+    from .lifecycle import _database_name
+
+    return Path(f"{_database_name(ab.url)}.backups")
+
+
 @app.command()
 def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", help="Keep the newest N backups."),
            directory: Optional[str] = typer.Option(None, "--dir", help="Backup folder (default: <db>.backups)."),
            as_json: bool = JsonOpt) -> None:
     """Copy the database with SQLite's online backup API to a timestamped file."""
-    dest = Path(f"{db}.backups") if directory is None else _path(directory, "--dir")
+    dest = None if directory is None else _path(directory, "--dir")
 
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
-            return await ab.backup(dest, keep=keep)
+            return await ab.backup(dest or _backup_dir(ab), keep=keep)
     out = _run(go())
     _out(out, True) if as_json else console.print(f"backup written to {out['path']} ({out['size_bytes']} bytes)")
 
@@ -664,7 +705,7 @@ def migrate(source: str = typer.Option(..., "--from", help="The AgentBase SQLite
 
     src = _path(source, "--from")
     if not is_postgres_url(target):
-        raise _fail(UsageError(f"--to must be a postgresql:// URL, got {target!r}"))
+        raise _fail(UsageError(f"--to must be a postgresql:// URL, got {redact_url(target)!r}"))
     counts = _run(migrate_to_postgres(src, target))
     if as_json:
         _out({"from": str(src), "to": redact_url(target),
