@@ -105,3 +105,23 @@ def test_backup_of_a_url_goes_to_a_folder_named_after_the_database(pw_url, tmp_p
 def test_a_mistyped_to_url_is_refused_without_its_password(tmp_path):
     result = _run("migrate", "--from", str(tmp_path / "a.db"), "--to", "postgresq://agent:secretpw@h/db")
     assert result.exit_code == 2 and "secretpw" not in result.output and "agent:***@h" in result.output
+
+
+def test_without_db_the_cli_follows_storage_url_and_db_or_agentbase_db_win(pg_url, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    env = {**ENV, "AGENTBASE_DB": None, "AGENTBASE_STORAGE__URL": pg_url}
+    assert runner.invoke(app, ["add", "Rotate the API keys on Friday"], env=env).exit_code == 0
+    stats = json.loads(runner.invoke(app, ["stats", "--json"], env=env).output)
+    assert stats["engine"] == "postgres" and sum(stats["entries"].values()) == 1
+    assert not (tmp_path / "agentbase.db").exists()
+    # --db and AGENTBASE_DB name another database than storage.url
+    file_db = tmp_path / "notes.db"
+    assert runner.invoke(app, ["init", "--db", str(file_db)], env=env).exit_code == 0
+    via_env = json.loads(runner.invoke(app, ["stats", "--json"], env={**env, "AGENTBASE_DB": str(file_db)}).output)
+    assert via_env["engine"] == "sqlite" and sum(via_env["entries"].values()) == 0
+    # neither: agentbase.db in the current folder, refused by a reading command until init makes it
+    none = {**ENV, "AGENTBASE_DB": None, "AGENTBASE_STORAGE__URL": None}
+    missing = runner.invoke(app, ["stats"], env=none)
+    assert missing.exit_code == 2 and "no database at agentbase.db" in missing.output
+    assert runner.invoke(app, ["init"], env=none).exit_code == 0 and (tmp_path / "agentbase.db").is_file()
