@@ -710,13 +710,17 @@ def backup(db: Optional[str] = DbOpt, keep: Optional[int] = typer.Option(None, "
 def migrate(source: str = typer.Option(..., "--from", help="The AgentBase SQLite file to copy."),
             target: str = typer.Option(..., "--to", help="postgresql://user:password@host/db (empty database)."),
             as_json: bool = JsonOpt) -> None:
-    """Copy a SQLite file into an empty PostgreSQL database (everything; one transaction) and print the counts."""
+    """Copy a SQLite file into an empty PostgreSQL database (everything; one transaction) and print the counts.
+
+    A missing --from, a folder or a file that is not an AgentBase database exits 2 and is left unchanged; a
+    destination that holds rows (or that another migrate filled meanwhile) exits 3 and nothing is written."""
     from .storage import migrate_to_postgres
     from .storage.postgres.connection import is_postgres_url, redact_url
 
     src = _path(source, "--from")
     if not is_postgres_url(target):
         raise _fail(UsageError(f"--to must be a postgresql:// URL, got {redact_url(target)!r}"))
+    _SECRETS.update(_secrets(target))
     counts = _run(migrate_to_postgres(src, target))
     if as_json:
         _out({"from": str(src), "to": redact_url(target),
