@@ -53,7 +53,8 @@ _WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHin
 _DESTROY = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 
 INSTRUCTIONS = (
-    "AgentBase is this agent's long-term memory (one SQLite file). Use `find` before answering questions about the "
+    "AgentBase is this agent's long-term memory (a database that persists across conversations). Use `find` before "
+    "answering questions about the "
     "user or past conversations, `add_memory` to remember durable facts and preferences, sessions "
     "(`create_session`, `add_message`, `commit_session`) to log a conversation and extract memories from it, "
     "`add_resource` for documents and `add_skill`/`find_skills` for procedures. Times are ISO 8601 UTC.")
