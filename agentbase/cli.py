@@ -74,8 +74,8 @@ def _tagged(label: str, style: str, message: str) -> Text:
     return Text(label, style=style) + Text(f" {message}")
 
 DbOpt = typer.Option(None, "--db", show_default=False, envvar="AGENTBASE_DB",
-                     help="Database file or postgresql:// URL [default: $AGENTBASE_DB, else storage.url "
-                          "(AGENTBASE_STORAGE__URL), else agentbase.db].")
+                     help="Database file or postgresql:// URL (default: $AGENTBASE_DB, else storage.url, i.e. "
+                          "AGENTBASE_STORAGE__URL, else agentbase.db).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 EmbOpt = typer.Option(None, "--embedder", help="Embedder provider: local, onnx, openai, hash, none.")
 

@@ -125,3 +125,8 @@ def test_without_db_the_cli_follows_storage_url_and_db_or_agentbase_db_win(pg_ur
     missing = runner.invoke(app, ["stats"], env=none)
     assert missing.exit_code == 2 and "no database at agentbase.db" in missing.output
     assert runner.invoke(app, ["init"], env=none).exit_code == 0 and (tmp_path / "agentbase.db").is_file()
+
+
+def test_db_help_names_the_default_rule():
+    out = CliRunner().invoke(app, ["stats", "--help"], env={**ENV, "COLUMNS": "200"}).output
+    assert "postgresql:// URL (default: $AGENTBASE_DB, else storage.url" in out and "agentbase.db)" in out
