@@ -22,7 +22,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from .storage.postgres.connection import is_postgres_url, redact_url
 from .cli_bench import bench_app
 from .errors import (AgentBaseError, ConfigError, MissingDependencyError, NotFoundError, UsageError,
                      ValidationError)
