@@ -22,7 +22,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from .storage.postgres.connection import redact_url
 from .cli_bench import bench_app
 from .errors import (AgentBaseError, ConfigError, MissingDependencyError, NotFoundError, UsageError,
                      ValidationError)
@@ -73,19 +72,58 @@ def _tagged(label: str, style: str, message: str) -> Text:
     """``label`` in ``style`` followed by ``message`` as plain text."""
     return Text(label, style=style) + Text(f" {message}")
 
-DbOpt = typer.Option("agentbase.db", "--db", help="Database file.", envvar="AGENTBASE_DB")
+DbOpt = typer.Option(None, "--db", show_default=False, envvar="AGENTBASE_DB",
+                     help="Database file or postgresql:// URL (default: $AGENTBASE_DB, else storage.url, i.e. "
+                          "AGENTBASE_STORAGE__URL, else agentbase.db).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
 EmbOpt = typer.Option(None, "--embedder", help="Embedder provider: local, onnx, openai, hash, none.")
 
 
-def _db(path: str, embedder: str | None = None, *, existing: bool = False) -> Any:
-    """An AgentBase on ``path``; with ``existing=True`` a missing file is a UsageError (exit 2), so reading or
-    deleting through a mistyped ``--db`` never creates an empty database."""
-    from .engine import AgentBase
+def _db(path: str | None, embedder: str | None = None, *, existing: bool = False) -> Any:
+    """An AgentBase on ``path`` (a SQLite file or a ``postgresql://`` URL); ``None`` (no ``--db``, no
+    ``AGENTBASE_DB``) is what ``AgentBase()`` opens without a path: ``storage.url`` (``AGENTBASE_STORAGE__URL``)
+    when set, else ``agentbase.db``. With ``existing=True`` a missing file is a UsageError (exit 2), so reading or
+    deleting through a mistyped ``--db`` never creates an empty database. A URL is never looked up as a file: the
+    database is opened, and a server that cannot be reached, a database that does not exist or a wrong password is
+    a StorageError (exit 3) naming the URL with its password hidden. The URL's passwords are remembered so that
+    :func:`_fail` hides them in any message (see :func:`_secrets`).
 
-    if existing and not Path(path).exists():
-        raise UsageError(f"no database at {path}; create one with `agentbase init --db {path}`")
-    return AgentBase(path, embedder=embedder) if embedder else AgentBase(path)
+    Raises:
+        UsageError: ``existing`` and no file at the path. ConfigError: see :class:`~agentbase.engine.AgentBase`."""
+    from .engine import DEFAULT_PATH, AgentBase
+
+    ab = AgentBase(DEFAULT_PATH if path is None else path, **({"embedder": embedder} if embedder else {}))
+    if ab.url is not None:
+        _SECRETS.update(_secrets(ab.url))
+    elif existing and not ab.path.exists():
+        raise UsageError(f"no database at {ab.path}; create one with `agentbase init --db {ab.path}`")
+    return ab
+
+
+_SECRETS: set[str] = set()  # passwords of the URLs this process was given; _fail replaces them by ***
+_SECRET_MIN = 4  # shorter strings are not scrubbed from messages (they would mangle ordinary words)
+
+
+def _secrets(url: str) -> set[str]:
+    """The passwords in ``url``, as written and percent-decoded: the ``user:password@`` one and every ``password=``
+    query value (what :func:`redact_url` hides), those of at least ``_SECRET_MIN`` characters."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        found = [parts.netloc.rpartition("@")[0].partition(":")[2]] if "@" in parts.netloc else []
+    except ValueError:
+        return set()
+    found += [v for k, _, v in (p.partition("=") for p in parts.query.split("&"))
+              if unquote(k).strip().lower() == "password"]
+    return {x for v in found for x in (v, unquote(v)) if len(x) >= _SECRET_MIN}
+
+
+def _scrub(message: str) -> str:
+    """``message`` with each remembered URL password (:data:`_SECRETS`) replaced by ``***``, longest first."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return message
 
 
 EXIT_NOT_FOUND, EXIT_USAGE, EXIT_FAILED = 1, 2, 3
@@ -94,7 +132,7 @@ ID_PREFIX_MIN = 8
 
 def _fail(exc: AgentBaseError) -> typer.Exit:
     """Print ``exc`` and return the Exit with its documented status (1 not found, 2 bad input, 3 other)."""
-    err.print(_tagged("error:", "red", str(exc)), soft_wrap=True)
+    err.print(_tagged("error:", "red", _scrub(str(exc))), soft_wrap=True)
     if isinstance(exc, NotFoundError):
         return typer.Exit(EXIT_NOT_FOUND)
     if isinstance(exc, (ConfigError, UsageError, MissingDependencyError)):
@@ -202,7 +240,7 @@ def _dump(model: Any) -> Any:
 
 
 @app.command()
-def init(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def init(db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Create (or upgrade) the database file and print its facts."""
     async def go() -> Any:
         async with _db(db) as ab:
@@ -211,7 +249,7 @@ def init(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 
 
 @app.command()
-def add(content: str, db: str = DbOpt, category: str = "fact", tag: list[str] = typer.Option([], "--tag"),
+def add(content: str, db: Optional[str] = DbOpt, category: str = "fact", tag: list[str] = typer.Option([], "--tag"),
         user_id: Optional[str] = None, agent_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
     """Add a memory (a duplicate of one the owners already have is merged into it: its confidence rises)."""
     started = datetime.now(timezone.utc)
@@ -231,7 +269,7 @@ def add(content: str, db: str = DbOpt, category: str = "fact", tag: list[str] = 
 
 
 @app.command()
-def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-k"), user_id: Optional[str] = None,
+def find(query: str, db: Optional[str] = DbOpt, top_k: int = typer.Option(5, "--top-k", "-k"), user_id: Optional[str] = None,
          mode: str = "hybrid", embedder: Optional[str] = EmbOpt,
          reference_time: Optional[str] = typer.Option(None, "--reference-time",
                                                       help="'Now' for time words in the query (UTC; default now)."),
@@ -274,7 +312,7 @@ def find(query: str, db: str = DbOpt, top_k: int = typer.Option(5, "--top-k", "-
 
 
 @app.command()
-def get(entry_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def get(entry_id: str, db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Show one entry (ENTRY_ID may be a unique id prefix of at least 8 characters)."""
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
@@ -283,7 +321,7 @@ def get(entry_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 
 
 @app.command("list")
-def list_cmd(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+def list_cmd(db: Optional[str] = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
              session_id: Optional[str] = None,
              context_type: Optional[str] = typer.Option(None, "--type", help="memory, resource or skill."),
              category: Optional[str] = None, tag: list[str] = typer.Option([], "--tag", help="Repeatable."),
@@ -315,7 +353,7 @@ def list_cmd(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[
 
 
 @app.command()
-def delete(entry_id: str, db: str = DbOpt) -> None:
+def delete(entry_id: str, db: Optional[str] = DbOpt) -> None:
     """Delete one entry from every index (ENTRY_ID may be a unique id prefix of at least 8 characters)."""
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
@@ -327,7 +365,7 @@ def delete(entry_id: str, db: str = DbOpt) -> None:
 
 
 @app.command()
-def stats(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def stats(db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Counts, driver, vector engine and embedder."""
     async def go() -> Any:
         async with _db(db, existing=True) as ab:
@@ -336,7 +374,7 @@ def stats(db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 
 
 @app.command()
-def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
+def reindex(db: Optional[str] = DbOpt, embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Rebuild FTS and re-embed every entry with the configured embedder."""
     async def go() -> Any:
         async with _db(db, embedder, existing=True) as ab:
@@ -355,7 +393,7 @@ def reindex(db: str = DbOpt, embedder: Optional[str] = EmbOpt, as_json: bool = J
 
 
 @app.command()
-def trace(trace_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def trace(trace_id: str, db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Show a retrieval trace: each step with latency and candidate counts (TRACE_ID may be a unique id prefix of
     at least 8 characters)."""
     async def go() -> Any:
@@ -380,7 +418,7 @@ def _print_trace(t: Any) -> None:
 
 
 @session_app.command("create")
-def session_create(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+def session_create(db: Optional[str] = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                    session_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
     """Create a session and print its id."""
     async def go() -> Any:
@@ -391,7 +429,7 @@ def session_create(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Opt
 
 
 @session_app.command("add-message")
-def session_add_message(session_id: str, role: str, content: str, db: str = DbOpt, name: Optional[str] = None,
+def session_add_message(session_id: str, role: str, content: str, db: Optional[str] = DbOpt, name: Optional[str] = None,
                         as_json: bool = JsonOpt) -> None:
     """Append a message to a session."""
     async def go() -> Any:
@@ -402,7 +440,7 @@ def session_add_message(session_id: str, role: str, content: str, db: str = DbOp
 
 
 @session_app.command("commit")
-def session_commit(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def session_commit(session_id: str, db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Commit a session into memories (zero LLM calls)."""
     async def go() -> Any:
         async with _db(db, existing=True) as ab:
@@ -413,7 +451,7 @@ def session_commit(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) ->
 
 
 @session_app.command("list")
-def session_list(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+def session_list(db: Optional[str] = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                  limit: int = typer.Option(20, help="Sessions to show (1-10000), newest first."),
                  offset: int = typer.Option(0, help="Sessions to skip."), as_json: bool = JsonOpt) -> None:
     """List sessions, newest first (optionally one owner's): id, owner, status, messages committed, last update."""
@@ -438,7 +476,7 @@ def session_list(db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optio
 
 
 @session_app.command("show")
-def session_show(session_id: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def session_show(session_id: str, db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Show a session and its messages."""
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
@@ -489,7 +527,7 @@ async def _ingest_all(ab: Any, convs: list[Any]) -> dict[str, int]:
 
 
 @import_app.command("longmemeval")
-def import_longmemeval(file: Path, db: str = DbOpt,
+def import_longmemeval(file: Path, db: Optional[str] = DbOpt,
                        limit: int = typer.Option(1, min=1, help="Questions to import."),
                        embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Import the haystacks of the first LIMIT LongMemEval questions (sessions keep their dates)."""
@@ -504,7 +542,7 @@ def import_longmemeval(file: Path, db: str = DbOpt,
 
 
 @import_app.command("locomo")
-def import_locomo(file: Path, db: str = DbOpt,
+def import_locomo(file: Path, db: Optional[str] = DbOpt,
                   limit: int = typer.Option(1, min=1, help="Conversations to import."),
                   embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Import LoCoMo conversations (speakers as message names, session dates as times)."""
@@ -535,7 +573,7 @@ _LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvic
 
 
 @app.command()
-def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
+def serve(db: Optional[str] = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
           port: int = typer.Option(8000, "--port", min=1, max=65535, help="TCP port."),
           token: list[str] = typer.Option([], "--token", help="Accepted bearer token (repeatable); adds to "
                                           "AGENTBASE_AUTH__TOKENS."),
@@ -575,14 +613,17 @@ def serve(db: str = DbOpt, host: str = typer.Option("127.0.0.1", "--host", help=
         err.print(_tagged("error:", "red", f"refusing to serve on {host} without authentication; bind to 127.0.0.1 "
                           "or configure bearer tokens (--token or AGENTBASE_AUTH__TOKENS)"), soft_wrap=True)
         raise typer.Exit(EXIT_USAGE)
-    ab = _db(db, embedder)
+    try:
+        ab = _db(db, embedder)
+    except AgentBaseError as exc:
+        raise _fail(exc) from None
     try:  # open the file now: a directory or a non-SQLite file is an error here, not a 500 on every request
         ab.sync.initialize()
     except AgentBaseError as exc:
         ab.sync.close()
         raise _fail(exc) from None
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"AgentBase serving {redact_url(db)} at http://{shown}:{port}/v1 (OpenAI base_url)"
+    console.print(f"AgentBase serving {ab.location} at http://{shown}:{port}/v1 (OpenAI base_url)"
                   + (" - bearer token required" if tokens else ""), soft_wrap=True)
     try:
         uvicorn.run(create_app(ab, tokens=tokens), host=host.strip("[]"), port=port, log_level=log_level)
@@ -598,7 +639,7 @@ app.add_typer(graph_app, name="graph")
 
 
 @skill_app.command("import")
-def skill_import(directory: str, db: str = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
+def skill_import(directory: str, db: Optional[str] = DbOpt, user_id: Optional[str] = None, agent_id: Optional[str] = None,
                  project_id: Optional[str] = None, as_json: bool = JsonOpt) -> None:
     """Import a skill folder with SKILL.md at its root (refused whole on symlinks, non-UTF-8, limits...)."""
     directory = _path(directory, "skill folder")
@@ -619,7 +660,7 @@ def skill_import(directory: str, db: str = DbOpt, user_id: Optional[str] = None,
 
 
 @app.command()
-def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="Run a decay pass."),
+def forget(db: Optional[str] = DbOpt, decay: bool = typer.Option(False, "--decay", help="Run a decay pass."),
            threshold: float = typer.Option(0.05, help="Strength below which memories are archived (0..1)."),
            purge: bool = typer.Option(False, "--purge", help="Delete instead of archive."),
            tau0_days: float = typer.Option(30.0, help="Decay time constant of an unrecalled memory, days."),
@@ -640,16 +681,26 @@ def forget(db: str = DbOpt, decay: bool = typer.Option(False, "--decay", help="R
         console.print(f"scanned {out['scanned']}, {verb} {len(out['deleted'] if purge else out['archived'])}")
 
 
+def _backup_dir(ab: Any) -> Path:
+    """``backup``'s default folder: ``<file>.backups`` beside a SQLite file; for a PostgreSQL URL
+    ``<database name>.backups`` in the current folder (never a path made of the URL, which holds the password)."""
+    if ab.url is None:
+        return Path(f"{ab.path}.backups")
+    from .lifecycle import _database_name
+
+    return Path(f"{_database_name(ab.url)}.backups")
+
+
 @app.command()
-def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", help="Keep the newest N backups."),
+def backup(db: Optional[str] = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", help="Keep the newest N backups."),
            directory: Optional[str] = typer.Option(None, "--dir", help="Backup folder (default: <db>.backups)."),
            as_json: bool = JsonOpt) -> None:
     """Copy the database with SQLite's online backup API to a timestamped file."""
-    dest = Path(f"{db}.backups") if directory is None else _path(directory, "--dir")
+    dest = None if directory is None else _path(directory, "--dir")
 
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:
-            return await ab.backup(dest, keep=keep)
+            return await ab.backup(dest or _backup_dir(ab), keep=keep)
     out = _run(go())
     _out(out, True) if as_json else console.print(f"backup written to {out['path']} ({out['size_bytes']} bytes)")
 
@@ -658,13 +709,17 @@ def backup(db: str = DbOpt, keep: Optional[int] = typer.Option(None, "--keep", h
 def migrate(source: str = typer.Option(..., "--from", help="The AgentBase SQLite file to copy."),
             target: str = typer.Option(..., "--to", help="postgresql://user:password@host/db (empty database)."),
             as_json: bool = JsonOpt) -> None:
-    """Copy a SQLite file into an empty PostgreSQL database (everything; one transaction) and print the counts."""
+    """Copy a SQLite file into an empty PostgreSQL database (everything; one transaction) and print the counts.
+
+    A missing --from, a folder or a file that is not an AgentBase database exits 2 and is left unchanged; a
+    destination that holds rows (or that another migrate filled meanwhile) exits 3 and nothing is written."""
     from .storage import migrate_to_postgres
     from .storage.postgres.connection import is_postgres_url, redact_url
 
     src = _path(source, "--from")
     if not is_postgres_url(target):
-        raise _fail(UsageError(f"--to must be a postgresql:// URL, got {target!r}"))
+        raise _fail(UsageError(f"--to must be a postgresql:// URL, got {redact_url(target)!r}"))
+    _SECRETS.update(_secrets(target))
     counts = _run(migrate_to_postgres(src, target))
     if as_json:
         _out({"from": str(src), "to": redact_url(target),
@@ -677,7 +732,7 @@ def migrate(source: str = typer.Option(..., "--from", help="The AgentBase SQLite
 
 
 @app.command("export")
-def export_cmd(file: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def export_cmd(file: str, db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Export everything (entries, history, sessions, graph, skills) to a portable tar archive."""
     target = _path(file, "archive path")
 
@@ -689,7 +744,7 @@ def export_cmd(file: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
 
 
 @app.command("import-archive")
-def import_archive_cmd(file: str, db: str = DbOpt, max_bytes: int = typer.Option(1 << 30, help="Size limit."),
+def import_archive_cmd(file: str, db: Optional[str] = DbOpt, max_bytes: int = typer.Option(1 << 30, help="Size limit."),
                        embedder: Optional[str] = EmbOpt, as_json: bool = JsonOpt) -> None:
     """Merge an archive into the database (refused whole if unsafe, corrupt or too new); re-embeds entries."""
     source = _path(file, "archive path")
@@ -706,7 +761,7 @@ def import_archive_cmd(file: str, db: str = DbOpt, max_bytes: int = typer.Option
 
 
 @graph_app.command("facts")
-def graph_facts(entity: str, db: str = DbOpt, as_of: Optional[str] = typer.Option(None, "--as-of",
+def graph_facts(entity: str, db: Optional[str] = DbOpt, as_of: Optional[str] = typer.Option(None, "--as-of",
                                                                                  help="UTC date/time."),
                 as_json: bool = JsonOpt) -> None:
     """Relations of ENTITY valid at --as-of (default now)."""
@@ -725,7 +780,7 @@ def graph_facts(entity: str, db: str = DbOpt, as_of: Optional[str] = typer.Optio
 
 
 @graph_app.command("timeline")
-def graph_timeline(entity: str, db: str = DbOpt, as_json: bool = JsonOpt) -> None:
+def graph_timeline(entity: str, db: Optional[str] = DbOpt, as_json: bool = JsonOpt) -> None:
     """Every relation of ENTITY, open and closed, by valid_from."""
     async def go() -> Any:
         async with _db(db, "none", existing=True) as ab:

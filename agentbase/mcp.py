@@ -29,8 +29,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel
 
-from .storage.postgres.connection import redact_url
-from .engine import AgentBase
+from .engine import DEFAULT_PATH, AgentBase
 from .errors import AgentBaseError, MissingDependencyError, NotFoundError
 from .graph import Neighborhood, Relation
 from .models import (CommitResult, DeleteResult, Entry, EntryList, HistoryList, Message, MessageList,
@@ -54,7 +53,8 @@ _WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHin
 _DESTROY = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 
 INSTRUCTIONS = (
-    "AgentBase is this agent's long-term memory (one SQLite file). Use `find` before answering questions about the "
+    "AgentBase is this agent's long-term memory (a database that persists across conversations). Use `find` before "
+    "answering questions about the "
     "user or past conversations, `add_memory` to remember durable facts and preferences, sessions "
     "(`create_session`, `add_message`, `commit_session`) to log a conversation and extract memories from it, "
     "`add_resource` for documents and `add_skill`/`find_skills` for procedures. Times are ISO 8601 UTC.")
@@ -442,7 +442,8 @@ def _register_resources(server: MCPServer, db: AgentBase, owner: _Owner) -> None
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agentbase-mcp", description="Serve an AgentBase file over MCP (stdio by "
                                 "default, streamable HTTP with --http).")
-    p.add_argument("db_path", nargs="?", help="database file (default: --db, $AGENTBASE_DB or agentbase.db)")
+    p.add_argument("db_path", nargs="?", help="database file or postgresql:// URL (default: --db, $AGENTBASE_DB, "
+                   "storage.url (AGENTBASE_STORAGE__URL), else agentbase.db)")
     for flag, kw in (("--db", dict(dest="db_opt", help="database file")),
                      ("--http", dict(action="store_true", help="serve streamable HTTP instead of stdio")),
                      ("--host", dict(default="127.0.0.1", help="HTTP bind host (127.0.0.1; others need tokens)")),
@@ -467,7 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     from .mcp_http import http_app, refuse_open_bind
 
     args = _parser().parse_args(argv)
-    path = args.db_path or args.db_opt or os.environ.get("AGENTBASE_DB") or "agentbase.db"
+    # nothing named: what AgentBase() opens without a path (storage.url, e.g. AGENTBASE_STORAGE__URL, else agentbase.db)
+    path = args.db_path or args.db_opt or os.environ.get("AGENTBASE_DB") or DEFAULT_PATH
     try:
         db = AgentBase(path, embedder=args.embedder, config_file=args.config)
         tokens = list(db.settings.auth.tokens)
@@ -482,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             import uvicorn
 
             app = http_app(db, tokens=tokens, host=args.host, path=args.path, user_id=args.user_id)
-            print(f"agentbase-mcp: serving {redact_url(str(path))} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
+            print(f"agentbase-mcp: serving {db.location} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
             uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         else:
             create_server(db, user_id=args.user_id).run("stdio")

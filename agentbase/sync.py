@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._loop import engine_loop
-from .engine import AgentBase
+from .engine import DEFAULT_PATH, AgentBase
 
 __all__ = ["SyncAgentBase", "release_db", "resolve_db", "run_sync"]
 
@@ -111,7 +111,9 @@ class SyncAgentBase:
     """Blocking version of :class:`AgentBase` with the same method names and arguments.
 
     Args:
-        path: database file (ignored when ``db`` is given).
+        path: database file or ``postgresql://`` URL (ignored when ``db`` is given); not given: the same as
+            :class:`AgentBase` with no path (``url`` in ``kwargs``, else ``storage.url`` of the settings, e.g.
+            ``AGENTBASE_STORAGE__URL``, else ``agentbase.db``).
         db: an existing :class:`AgentBase` to wrap (shares its connections).
         **kwargs: passed to :class:`AgentBase` (``settings``, ``embedder``, ``config_file``).
 
@@ -120,7 +122,7 @@ class SyncAgentBase:
         >>> db.add_memory("User prefers Python 3.12", user_id="alice")   # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path = "agentbase.db", *, db: AgentBase | None = None, **kwargs: Any):
+    def __init__(self, path: str | Path = DEFAULT_PATH, *, db: AgentBase | None = None, **kwargs: Any):
         self.aio = db if db is not None else AgentBase(path, **kwargs)
 
     def __enter__(self) -> SyncAgentBase:

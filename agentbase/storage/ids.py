@@ -27,8 +27,9 @@ def _prefix_successor(prefix: str) -> str | None:
 async def ids_with_prefix(db: Any, kind: str, prefix: str, limit: int) -> list[str]:
     """Ids of ``kind`` (``"entries"``, ``"traces"`` or ``"sessions"``) starting with ``prefix``, smallest first.
 
-    ``prefix <= id < successor(prefix)`` on the unique ``id`` index, so it costs the same at any size; ``prefix``
-    is a bound parameter (LIKE wildcards are plain characters).
+    ``prefix <= id < successor(prefix)`` on the unique ``id`` index, so on SQLite it costs the same at any size
+    (on PostgreSQL it compares with ``COLLATE "C"`` and scans the ids); ``prefix`` is a bound parameter (LIKE
+    wildcards are plain characters).
 
     Args:
         db: the open storage Database. kind: which table. prefix: a validated id start. limit: most ids.
@@ -38,9 +39,17 @@ async def ids_with_prefix(db: Any, kind: str, prefix: str, limit: int) -> list[s
     """
     table = _TABLES[kind]
     upper = _prefix_successor(prefix)
-    if upper is None:  # the prefix is all U+10FFFF: every id from it on starts with it
-        rows = await db.fetchall(f"SELECT id FROM {table} WHERE id >= ? ORDER BY id LIMIT ?", (prefix, limit))
+    if getattr(db, "engine", "sqlite") == "postgres":
+        # psycopg's placeholders; code point order whatever collation the database was made with (SQLite's
+        # BINARY): under a linguistic collation ("en_US.UTF-8") "-" is skipped and the range would miss ids. The
+        # id index has the database's collation, so on PostgreSQL this is a scan of the table's ids.
+        col, mark = 'id COLLATE "C"', "%s"
     else:
-        rows = await db.fetchall(f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-                                 (prefix, upper, limit))
+        col, mark = "id", "?"
+    if upper is None:  # the prefix is all U+10FFFF: every id from it on starts with it
+        rows = await db.fetchall(f"SELECT id FROM {table} WHERE {col} >= {mark} ORDER BY {col} LIMIT {mark}",
+                                 (prefix, limit))
+    else:
+        rows = await db.fetchall(f"SELECT id FROM {table} WHERE {col} >= {mark} AND {col} < {mark} ORDER BY {col} "
+                                 f"LIMIT {mark}", (prefix, upper, limit))
     return [r[0] for r in rows]

@@ -27,7 +27,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from agentbase.errors import AgentBaseError, NotFoundError
 
-from ..storage.postgres.connection import redact_url
 from .charts import (
     activity_feed,
     freshness_figure,
@@ -344,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         The exit status (2 when the host is not loopback and no bearer token is configured).
     """
     p = argparse.ArgumentParser(prog="agentbase-web", description="Serve the AgentBase dashboard.")
-    p.add_argument("db", nargs="?", default=os.environ.get("AGENTBASE_DB", "agentbase.db"), help="database file")
+    p.add_argument("db", nargs="?", default=None, help="database file or postgresql:// URL (default: $AGENTBASE_DB, "
+                   "storage.url (AGENTBASE_STORAGE__URL), else agentbase.db)")
     p.add_argument("port", nargs="?", type=int, default=8080, help="TCP port (default 8080)")
     p.add_argument("--host", default="127.0.0.1", help="bind host (default 127.0.0.1; others need tokens)")
     p.add_argument("--embedder", default=None, help="embedder provider for searches: local, onnx, openai, hash, none")
@@ -356,7 +356,10 @@ def main(argv: list[str] | None = None) -> int:
     from .app import create_app
 
     try:
-        db = AgentBase(args.db, embedder=args.embedder)
+        from agentbase.engine import DEFAULT_PATH
+
+        # nothing named: what AgentBase() opens without a path (storage.url, else agentbase.db)
+        db = AgentBase(args.db or os.environ.get("AGENTBASE_DB") or DEFAULT_PATH, embedder=args.embedder)
         tokens = [t for t in db.settings.auth.tokens if t]
         if not _is_loopback(args.host) and not tokens:
             print(f"agentbase-web: error: refusing to listen on {args.host!r} without authentication: set "
@@ -370,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
 
     app = create_app(db, tokens=tokens)
     app.add_api_route("/", lambda: RedirectResponse("/dashboard/"), include_in_schema=False)
-    print(f"agentbase-web: {redact_url(args.db)} at http://{args.host}:{args.port}/dashboard/", file=sys.stderr)
+    print(f"agentbase-web: {db.location} at http://{args.host}:{args.port}/dashboard/", file=sys.stderr)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     finally:

@@ -344,3 +344,18 @@ async def test_http_refuses_non_loopback_without_tokens(shared, capsys):
         if old is not None:
             os.environ["AGENTBASE_AUTH__TOKENS"] = old
     assert "refusing to listen" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+async def test_instructions_name_no_storage_engine(engine, tmp_path, request):
+    """The instructions a client reads at initialize hold for either engine (they said "one SQLite file")."""
+    target = tmp_path / "m.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
+    db = AgentBase(target, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=DIMS))
+    try:
+        async with Client(create_server(db)) as client:
+            text = client.instructions
+        assert text and "long-term memory" in text and "`find`" in text
+        assert "sqlite" not in text.lower() and "postgres" not in text.lower()
+        assert (await db.stats())["engine"] == engine
+    finally:
+        await db.close()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+
 import numpy as np
 import pytest
 
-from agentbase.errors import StorageError
+from agentbase.errors import StorageError, ValidationError
 from agentbase.storage.migrate import migrate_to_postgres
 from agentbase.storage.postgres.connection import open_postgres
 from tests.conftest import make_db
@@ -66,6 +69,96 @@ async def test_a_second_run_refuses_and_changes_nothing(tmp_path, pg_url):
 
 
 async def test_a_missing_source_is_refused(tmp_path, pg_url):
-    with pytest.raises(StorageError, match="does not exist"):
+    with pytest.raises(ValidationError, match="does not exist"):
         await migrate_to_postgres(tmp_path / "absent.db", pg_url)
     assert not (tmp_path / "absent.db").exists()
+
+
+async def test_a_directory_is_refused_as_a_directory(tmp_path, pg_url):
+    with pytest.raises(ValidationError, match="is a directory") as err:
+        await migrate_to_postgres(tmp_path, pg_url)
+    assert "does not exist" not in str(err.value)
+
+
+def _foreign(path):
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE notes (body TEXT)")
+    con.execute("INSERT INTO notes VALUES ('mine')")
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("kind, match", [("empty", "empty"), ("foreign", "another SQLite database"),
+                                         ("corrupt", "not an SQLite database")])
+async def test_a_source_that_is_not_an_agentbase_file_is_refused_unchanged(tmp_path, pg_url, kind, match):
+    path = tmp_path / "source.db"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "foreign":
+        _foreign(path)
+    else:
+        path.write_bytes(b"this is not a database at all\n" * 200)
+    before = path.read_bytes()
+    with pytest.raises(ValidationError, match=f"is not an AgentBase database: it is {match}.*left unchanged"):
+        await migrate_to_postgres(path, pg_url)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["source.db"]
+    pg = await open_postgres(pg_url)
+    try:
+        assert (await pg.fetchone("SELECT COUNT(*) FROM meta"))[0] == 0
+    finally:
+        await pg.close()
+
+
+async def test_two_migrates_into_one_database_at_once_one_copies_the_other_refuses(tmp_path, pg_url):
+    await _filled(tmp_path / "a.db")
+    results = await asyncio.gather(migrate_to_postgres(tmp_path / "a.db", pg_url),
+                                   migrate_to_postgres(tmp_path / "a.db", pg_url), return_exceptions=True)
+    failed = [r for r in results if isinstance(r, BaseException)]
+    copied = [r for r in results if not isinstance(r, BaseException)]
+    assert len(copied) == 1 and len(failed) == 1, results
+    assert isinstance(failed[0], StorageError) and "already holds AgentBase data" in str(failed[0])
+    assert "duplicate key" not in str(failed[0])
+    pg = await open_postgres(pg_url)
+    try:
+        assert (await pg.fetchone("SELECT COUNT(*) FROM entries"))[0] == copied[0]["entries"][1] > 0
+    finally:
+        await pg.close()
+
+
+async def test_rows_written_by_another_writer_during_the_copy_give_the_same_refusal(tmp_path, pg_url):
+    """A writer other than migrate holds an uncommitted meta row with a key the source has when the copy checks
+    (it sees an empty database); it commits while the copy waits on that key: the copy is refused as holding
+    data, not with the raw unique violation."""
+    import psycopg
+
+    await _filled(tmp_path / "a.db")
+    key = sqlite3.connect(tmp_path / "a.db").execute("SELECT key FROM meta ORDER BY key LIMIT 1").fetchone()[0]
+    await (await open_postgres(pg_url)).close()  # the schema
+    async with await psycopg.AsyncConnection.connect(pg_url) as other:
+        await other.execute("INSERT INTO meta(key, value) VALUES (%s, 'other writer')", (key,))
+        copy = asyncio.ensure_future(migrate_to_postgres(tmp_path / "a.db", pg_url))
+        for _ in range(200):  # until the copy's insert waits on the uncommitted key
+            cur = await other.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                      "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+            if (await cur.fetchone())[0] or copy.done():
+                break
+            await asyncio.sleep(0.05)
+        await other.commit()
+    with pytest.raises(StorageError, match=r"already holds AgentBase data \(meta \(1 rows\)\)"):
+        await copy
+
+
+async def test_a_copy_waits_while_another_holds_the_copy_lock(tmp_path, pg_url):
+    import psycopg
+
+    from agentbase.storage.migrate import COPY_LOCK
+
+    await _filled(tmp_path / "a.db")
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as holder:
+        await holder.execute("SELECT pg_advisory_lock(%s)", (COPY_LOCK,))
+        copy = asyncio.ensure_future(migrate_to_postgres(tmp_path / "a.db", pg_url))
+        await asyncio.sleep(1.0)
+        assert not copy.done()  # waiting for the lock, before its emptiness check
+        await holder.execute("SELECT pg_advisory_unlock(%s)", (COPY_LOCK,))
+    counts = await copy
+    assert counts["entries"][0] == counts["entries"][1] > 0

@@ -59,3 +59,23 @@ def test_url_helpers():
     assert not is_postgres_url("agent.db") and not is_postgres_url("/tmp/postgresql://x")
     assert redact_url("postgresql://u:p@h:5432/db?sslmode=require") == "postgresql://u:***@h:5432/db?sslmode=require"
     assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_a_password_in_the_query_string_is_redacted_and_the_rest_kept():
+    assert redact_url("postgresql://127.0.0.1:55432/postgres?password=QUERYPW") == \
+        "postgresql://127.0.0.1:55432/postgres?password=***"
+    assert redact_url("postgresql://u:p@h/db?sslmode=require&password=Q%26W&%70assword=Z&passwordx=1") == \
+        "postgresql://u:***@h/db?sslmode=require&password=***&%70assword=***&passwordx=1"
+    assert redact_url("postgresql://[::1/db?password=QUERYPW") == "postgresql://***"  # unsplittable: nothing echoed
+
+
+async def test_a_query_string_password_never_reaches_an_error_or_the_path(pg_url):
+    with pytest.raises(StorageError) as err:
+        await open_postgres("postgresql://127.0.0.1:1/nowhere?password=QUERYPW&connect_timeout=1", busy_timeout_s=1.0)
+    assert "QUERYPW" not in str(err.value) and "password=***" in str(err.value)
+    # the test server trusts local sockets, so it accepts the (unused) password: the open database never shows it
+    db = await open_postgres(pg_url + ("&" if "?" in pg_url else "?") + "password=QUERYPW")
+    try:
+        assert "QUERYPW" not in db.path and db.path.endswith("&password=***")
+    finally:
+        await db.close()

@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ...errors import ConfigError, SchemaVersionError, StorageError
 from .bm25 import flush_terms
@@ -39,13 +39,28 @@ def is_postgres_url(value: object) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages, logs and ``stats()``; never print a secret)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    """``url`` with every password replaced by ``***`` (for messages, logs and ``stats()``; never print a secret):
+    the one after ``user:`` and each ``password=`` parameter of the query string (libpq reads both:
+    https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS); everything else is kept as
+    written. A URL too malformed to split keeps only its scheme (``postgresql://***``)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # e.g. an unbalanced "[" in the host: nothing of it is safe to echo
+        return url.split("://", 1)[0] + "://***" if "://" in url else "***"
+    if password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        parts = parts._replace(netloc=f"{user}:***@{netloc[1]}")
+    if parts.query:
+        parts = parts._replace(query="&".join(_redact_param(p) for p in parts.query.split("&")))
+    return urlunsplit(parts)
+
+
+def _redact_param(param: str) -> str:
+    """One ``key=value`` of a URL query, its value ``***`` when the key (percent-decoded, any case) is ``password``."""
+    key, eq, _ = param.partition("=")
+    return f"{key}=***" if eq and unquote(key).strip().lower() == "password" else param
 
 
 def _driver() -> tuple[Any, Any]:

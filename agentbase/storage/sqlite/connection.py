@@ -28,7 +28,8 @@ from ...errors import SchemaVersionError, StorageError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlfuncs import register as register_sql_functions
 
-__all__ = ["DRIVER_ERRORS", "Database", "Result", "Writer", "open_database", "read_only_value"]
+__all__ = ["DRIVER_ERRORS", "Database", "Result", "Writer", "not_agentbase_reason", "open_database",
+           "read_only_value"]
 
 
 def _ops() -> Any:
@@ -464,3 +465,31 @@ def read_only_value(path: str | Path, key: str) -> str | None:
     except sqlite3.Error:
         return None
     return None if row is None else row[0]
+
+
+def not_agentbase_reason(path: str | Path) -> str | None:
+    """Why the existing file at ``path`` is not an AgentBase SQLite database, or None when it is one (it has the
+    tables every AgentBase file has had since schema version 1, as :meth:`Database.open` requires of a file with
+    tables). Read through a read-only connection (``mode=ro``): nothing is created or changed, no WAL switch, no
+    migration. For ``agentbase migrate``, which must not turn an empty or foreign file into a database.
+
+    Returns:
+        ``"it is empty (no tables)"`` (a 0-byte file too), ``"it is another SQLite database (tables: ...)"``,
+        ``"it is not an SQLite database (<driver message>)"``, or None.
+    """
+    try:
+        con = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)  # as_uri escapes # ? %
+        try:
+            names = sorted(r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' "
+                "ESCAPE '\\'"))
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return f"it is not an SQLite database ({exc})"
+    if not names:
+        return "it is empty (no tables)"
+    if not _OWN_TABLES <= set(names):
+        shown = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+        return f"it is another SQLite database (tables: {shown})"
+    return None

@@ -90,3 +90,20 @@ async def test_hostile_queries_never_error_and_bad_input_writes_nothing(ab):
     with pytest.raises(NotFoundError):
         await ab.add_messages("no-such-session", [{"role": "user", "content": "hi"}])
     assert await ab.count() == before
+
+
+async def test_id_prefix_lookups_in_code_point_order(ab):
+    """ids_with_prefix (what the CLI's short ids use) on both engines: code point order ("-" sorts before digits
+    and "B" before "a", as SQLite's BINARY), wildcards plain, trace ids too."""
+    a = await ab.add_memory("alpha", entry_id="abcdef12-0001")
+    b = await ab.add_memory("beta", entry_id="abcdef120002")
+    c = await ab.add_memory("gamma", entry_id="abcdef12B")
+    await ab.add_memory("delta", entry_id="abcdef13-0001")
+    assert await ab.ids_with_prefix("abcdef12") == [a.id, b.id, c.id]
+    assert await ab.ids_with_prefix("abcdef12-") == [a.id]
+    assert await ab.ids_with_prefix("abcdef12", limit=2) == [a.id, b.id]
+    assert await ab.ids_with_prefix("abcdef1%") == [] and await ab.ids_with_prefix("zzzzzzzz") == []
+    found = await ab.find("alpha", top_k=1)
+    await ab.flush()
+    trace_id = (await ab.get_trace(found[0].trace_id)).id
+    assert await ab.trace_ids_with_prefix(trace_id[:8]) == [trace_id]
