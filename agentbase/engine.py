@@ -455,6 +455,7 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
             UsageError: the reranker returned another number of scores than candidates, or a non-number.
             DimensionMismatchError: ``mode="vector"`` while the stored vectors have another dimension.
             UsageError: ``mode="vector"`` with no embedder configured.
+            EmbeddingError: the embedder's query vector holds NaN or infinity (both engines).
         """
         if mode not in ("hybrid", "fts", "vector"):
             raise ValidationError("mode must be 'hybrid', 'fts' or 'vector'")

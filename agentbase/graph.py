@@ -337,6 +337,8 @@ async def add_entity(ab: Any, name: str, type: str | None, aliases: list[str] | 
     """See :meth:`AgentBase.add_entity`."""
     if aliases is not None and (isinstance(aliases, str) or not isinstance(aliases, list)):
         raise ValidationError("aliases must be a list of strings")
+    if type is not None:
+        check_text(type, "entity_type")
     db = await ab._open()
     async with db.transaction() as conn:
         eid = await upsert_entity(conn, name, type, aliases or [])
@@ -368,6 +370,9 @@ async def add_relation(ab: Any, subject: str, predicate: str, obj: str, *, valid
         raise ValidationError("valid_to must be later than valid_from")
     _clean_name(subject, "subject")
     _clean_name(obj, "object")
+    for kind, value in (("subject_type", subject_type), ("object_type", object_type)):
+        if value is not None:
+            check_text(value, kind)
     db = await ab._open()
     async with db.transaction() as conn:
         sid = await upsert_entity(conn, subject, subject_type)

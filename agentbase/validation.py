@@ -26,37 +26,45 @@ def check_text(value: Any, what: str = "content", *, allow_empty: bool = False) 
     """Return ``value`` if it is usable text.
 
     Raises:
-        ValidationError: not a ``str``, empty/whitespace (unless ``allow_empty``), or holding a lone UTF-16
-            surrogate (``"\\ud83d"``), which cannot be stored as UTF-8.
+        ValidationError: not a ``str``, empty/whitespace (unless ``allow_empty``), holding a lone UTF-16
+            surrogate (``"\\ud83d"``), which cannot be stored as UTF-8, or holding NUL (U+0000), which PostgreSQL's
+            ``text`` cannot store: refused on both engines so that the same input gets the same answer, and a
+            lookup value with NUL (an entity name, a tag filter) is refused as it could never have been stored.
     """
     if not isinstance(value, str):
         raise ValidationError(f"{what} must be a string, got {type(value).__name__}")
     if not allow_empty and not value.strip():
         raise ValidationError(f"{what} must not be empty")
+    if "\x00" in value:
+        raise ValidationError(f"{what} must not contain NUL characters (U+0000)")
     if _SURROGATE.search(value):
         raise ValidationError(f"{what} contains a lone surrogate code point (invalid Unicode); fix the encoding")
     return value
 
 
 def clean_query(value: Any) -> str:
-    """Normalise a query: lone surrogates become U+FFFD, whitespace is collapsed. Never raises for a str.
+    """Normalise a query: lone surrogates become U+FFFD, NUL (U+0000, a token separator to the keyword leg
+    already) a space, whitespace is collapsed, so the trace stores the query on both engines (PostgreSQL's text
+    cannot hold NUL). Never raises for a str.
 
     Raises:
         ValidationError: ``value`` is not a string.
     """
     if not isinstance(value, str):
         raise ValidationError(f"query must be a string, got {type(value).__name__}")
-    return " ".join(_SURROGATE.sub("\ufffd", value).split())
+    return " ".join(_SURROGATE.sub("\ufffd", value).replace("\x00", " ").split())
 
 
 def check_id(value: Any, what: str = "id") -> str:
     """Return ``value`` as an id string (1-256 characters, no NUL).
 
     Raises:
-        ValidationError: empty, too long, or not a string.
+        ValidationError: empty, too long, not a string, or holding NUL.
     """
-    if not isinstance(value, str) or not value or len(value) > MAX_ID_LEN or "\x00" in value:
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_LEN:
         raise ValidationError(f"{what} must be a non-empty string of at most {MAX_ID_LEN} characters")
+    if "\x00" in value:
+        raise ValidationError(f"{what} must not contain NUL characters (U+0000)")
     if _SURROGATE.search(value):
         raise ValidationError(f"{what} contains a lone surrogate")
     return value
@@ -99,10 +107,7 @@ def check_category(value: Any, what: str = "category") -> str:
     Raises:
         ValidationError: not a non-empty string, or holding NUL or a lone surrogate.
     """
-    check_text(value, what)
-    if "\x00" in value:
-        raise ValidationError(f"{what} must not contain NUL characters")
-    return value
+    return check_text(value, what)
 
 
 def check_path(value: Any, what: str = "path", *, error: type[Exception] = ValidationError,

@@ -246,9 +246,11 @@ class EntriesAPI:
     async def ids_with_prefix(self, prefix: str, *, limit: int = 10) -> list[str]:
         """Entry ids that start with ``prefix`` (the short ids the CLI prints), smallest first.
 
-        A range scan on the unique ``id`` index (``prefix <= id < successor``, where the successor raises the
-        prefix's last character by one code point), so it costs the same at any size; ``prefix`` is a bound
-        parameter.
+        Each engine's ``entries.ids_with_prefix``: on SQLite a range scan on the unique ``id`` index (``prefix <=
+        id < successor``, where the successor raises the prefix's last character by one code point), so it costs
+        the same at any size; on PostgreSQL ``id LIKE`` the escaped prefix (the ``id`` index serves it in a ``C``
+        collation database). ``prefix`` is a bound parameter: ``%``, ``_``, ``\\`` and quotes in it are plain
+        characters, and case matters (ids are compared exactly).
 
         Args:
             prefix: the start of an id (validated like an id).

@@ -206,7 +206,9 @@ def embed_long_documents(embedder: Embedder, texts: list[str], max_chars: int,
         max_chunks: chunks embedded per text (>= 1; ``EmbedderSettings.max_chunks``); ``None``: all.
 
     Returns:
-        float32 array of shape ``(n, embedder.dims)`` with L2-normalised rows, in input order.
+        float32 array of shape ``(n, embedder.dims)`` with L2-normalised rows, in input order; the row of a text
+        any of whose chunk vectors holds NaN or infinity is all NaN (normalising would hide a NaN as a zero
+        vector), so callers can refuse it (``np.isfinite``; the embedding worker fails that text's job).
 
     Raises:
         ConfigError: ``max_chars``, ``batch_size`` or ``max_chunks`` < 1.
@@ -228,6 +230,7 @@ def embed_long_documents(embedder: Embedder, texts: list[str], max_chars: int,
         return out
     weights = np.array([max(len(c), 1) for c in chunks], dtype=np.float32)
     owner_idx = np.asarray(owners, dtype=np.int64)
+    broken = np.zeros(len(texts), dtype=bool)  # texts with a non-finite chunk vector
     for start in range(0, len(chunks), batch_size):
         batch = chunks[start:start + batch_size]
         vecs = np.asarray(embedder.embed_documents(batch), dtype=np.float32)
@@ -236,5 +239,9 @@ def embed_long_documents(embedder: Embedder, texts: list[str], max_chars: int,
                 f"{embedder.model_id} returned shape {vecs.shape} for {len(batch)} texts, expected "
                 f"({len(batch)}, {dims})")
         sl = slice(start, start + len(batch))
-        np.add.at(out, owner_idx[sl], vecs * weights[sl, None])
-    return normalize_rows(out)
+        finite = np.isfinite(vecs).all(axis=1)
+        broken[owner_idx[sl][~finite]] = True
+        np.add.at(out, owner_idx[sl], np.where(finite[:, None], vecs, 0.0) * weights[sl, None])
+    out = normalize_rows(out)
+    out[broken] = np.nan
+    return out

@@ -299,7 +299,7 @@ class EmbeddingWorker(JobWorker):
                                  turn_text_chars=ingest.turn_embed_chars)
                  for eid, r in by_id.items() if eid not in means}
         try:
-            vectors = await self._vectors(list(dict.fromkeys(texts.values())))
+            vectors, non_finite = await self._vectors(list(dict.fromkeys(texts.values())))
         except Exception as exc:  # noqa: BLE001 - recorded on the job rows
             if interpreter_exiting(exc):
                 # The script has ended and Python is shutting down, which makes thread pools refuse
@@ -314,7 +314,15 @@ class EmbeddingWorker(JobWorker):
         async with self.db.transaction() as conn:
             await self._ensure_dims(conn, dims, model_id)
             # summaries last: their mean reads the turn vectors this batch writes
-            for job_id, target, _attempts in sorted(claimed, key=lambda c: c[1] in means):
+            for job_id, target, attempts in sorted(claimed, key=lambda c: c[1] in means):
+                if target not in means and texts.get(target) in non_finite:
+                    # The embedder's answer for this text is not a vector (NaN or infinity): it fails at once (a
+                    # retry would embed the same text again), recorded on the job; nothing is stored.
+                    await conn.ops.jobs.set_attempt(
+                        conn, job_id, status="failed", attempts=attempts + 1, next_run_at=stamp,
+                        error=f"EmbeddingError: embedder {model_id!r} returned a non-finite vector (NaN or "
+                              "infinity) for this entry's text", now=stamp)
+                    continue
                 row = by_id.get(target)
                 if row is not None:
                     current = await conn.ops.embeddings.content_hash_at(conn, row[1])
@@ -364,24 +372,37 @@ class EmbeddingWorker(JobWorker):
         if self.db.vector_engine != "numpy":  # sqlite-vec's table, pgvector's HNSW index
             await conn.ops.vectors.create_index(conn, dims)
 
-    async def _vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
+    async def _vectors(self, texts: list[str]) -> tuple[dict[str, np.ndarray], set[str]]:
+        """``({text: vector}, texts whose vector is not finite)``: cached vectors, the others embedded (in a
+        thread) and cached. A vector holding NaN or infinity (a broken embedder, an overflow in float32) is never
+        cached nor returned, on either engine (pgvector would refuse it, SQLite would store it and rank it
+        nowhere), so every engine fails its job the same way."""
         model_id = self.embedder.model_id
         hashes = {t: _sha(t) for t in texts}
         cached = await self.db.ops.embeddings.cached_vectors(self.db, model_id, [hashes[t] for t in texts])
-        found: dict[str, np.ndarray] = {t: cached[hashes[t]] for t in texts if hashes[t] in cached}
+        found: dict[str, np.ndarray] = {t: cached[hashes[t]] for t in texts
+                                        if hashes[t] in cached and np.isfinite(cached[hashes[t]]).all()}
         missing = [t for t in texts if t not in found]
         self.cache_hits += len(texts) - len(missing)
+        bad: set[str] = set()
         if missing:
             matrix = await asyncio.to_thread(embed_long_documents, self.embedder, missing, self.max_chars,
                                            max_chunks=self.max_chunks)
             matrix = np.asarray(matrix, dtype=np.float32)
-            async with self.db.transaction() as conn:
-                await conn.ops.embeddings.cache_vectors(conn, model_id, matrix.shape[1],
-                                                        [(hashes[t], matrix[i]) for i, t in enumerate(missing)])
-            for i, t in enumerate(missing):
+            finite = np.isfinite(matrix).all(axis=1) if matrix.ndim == 2 else np.zeros(len(missing), dtype=bool)
+            bad = {t for i, t in enumerate(missing) if not finite[i]}
+            good = [(i, t) for i, t in enumerate(missing) if finite[i]]
+            if good:
+                async with self.db.transaction() as conn:
+                    await conn.ops.embeddings.cache_vectors(conn, model_id, matrix.shape[1],
+                                                            [(hashes[t], matrix[i]) for i, t in good])
+            for i, t in good:
                 found[t] = matrix[i]
-            self.embedded += len(missing)
-        return found
+            self.embedded += len(good)
+            if bad:
+                log.warning("embedder %r returned a non-finite vector for %d text(s): their jobs fail",
+                            model_id, len(bad))
+        return found, bad
 
 
 class EnrichmentWorker(JobWorker):

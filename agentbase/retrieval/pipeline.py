@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
+from ..errors import EmbeddingError
 from ..graph import graph_candidates
 from ..index.fts import (STOPWORDS, bm25_upper_bound, common_terms_queries, document_frequencies, groups_expression,
                          maxscore_groups, query_tokens, select_terms)
@@ -131,6 +134,20 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     return len(stale)
 
 
+async def _query_vector(ab: Any, text: str) -> Any:
+    """The embedder's query vector for ``text`` (embedded in a thread), checked finite before any engine sees it.
+
+    Raises:
+        EmbeddingError: the vector holds NaN or infinity (on both engines: pgvector refuses such a vector,
+            SQLite's distances would be NaN and rank nothing).
+    """
+    vec = await asyncio.to_thread(ab.embedder.embed_query, text)
+    if not np.isfinite(np.asarray(vec, dtype=np.float64)).all():
+        raise EmbeddingError(f"embedder {getattr(ab.embedder, 'model_id', '?')!r} returned a non-finite query "
+                             "vector (NaN or infinity)")
+    return vec
+
+
 async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
     """Execute the pipeline for ``ab`` (an initialised AgentBase); see :meth:`AgentBase.find`."""
     cfg = ab.settings.retrieval
@@ -231,7 +248,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
                                                              sample=cfg.vector_name_sample)
-        qvec = await asyncio.to_thread(ab.embedder.embed_query, vector_text)
+        qvec = await _query_vector(ab, vector_text)
         tracer.step("embed_query", dims=int(len(qvec)), text=vector_text if dropped_names else None,
                     dropped_names=dropped_names)
         vec, engine = await knn(db, db.vector_engine, qvec, n, where, params, ab.matrix)
@@ -273,7 +290,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         for i, sub in enumerate(llm_subs):
             sub_tokens = query_tokens(clean_query(sub["text"]))
             if sub["type"] == "semantic" and use_vector:
-                svec = await asyncio.to_thread(ab.embedder.embed_query, sub["text"])
+                svec = await _query_vector(ab, sub["text"])
                 found, _ = await knn(db, db.vector_engine, svec, n, where, params, ab.matrix)
                 leg, weight = f"llm_vector_{i}", weights["vector"] * SUB_QUERY_WEIGHT
             elif sub_tokens and p.mode in ("hybrid", "fts"):

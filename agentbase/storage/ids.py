@@ -1,18 +1,21 @@
-"""Id lookups by prefix (the short ids the CLI prints): one bounded range scan on a table's unique id index."""
+"""Id lookups by prefix (the short ids the CLI prints), engine-neutral: the SQL is each engine's
+``db.ops.entries.ids_with_prefix`` / ``db.ops.traces.ids_with_prefix``; this module picks the group and holds the
+pure-Python helpers those operations share (no SQL here)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ids_with_prefix"]
+__all__ = ["ids_with_prefix", "like_prefix", "prefix_successor"]
 
-# The tables whose ``id`` column may be looked up; the name is never taken from user input.
-_TABLES = {"entries": "entries", "traces": "retrieval_traces", "sessions": "sessions"}
+# The op groups whose ``ids_with_prefix`` may be called; the kind is never taken from user input.
+_GROUPS = ("entries", "traces")
 
 
-def _prefix_successor(prefix: str) -> str | None:
+def prefix_successor(prefix: str) -> str | None:
     """The smallest string greater than every string starting with ``prefix`` (code point order, which is the
-    byte order of UTF-8 that SQLite's BINARY collation compares); None when no such string exists."""
+    byte order of UTF-8 that SQLite's BINARY collation and PostgreSQL's ``"C"`` collation compare); None when no
+    such string exists (``prefix`` is all U+10FFFF)."""
     chars = list(prefix)
     while chars:
         code = ord(chars[-1]) + 1
@@ -24,32 +27,22 @@ def _prefix_successor(prefix: str) -> str | None:
     return None
 
 
-async def ids_with_prefix(db: Any, kind: str, prefix: str, limit: int) -> list[str]:
-    """Ids of ``kind`` (``"entries"``, ``"traces"`` or ``"sessions"``) starting with ``prefix``, smallest first.
+def like_prefix(prefix: str) -> str:
+    """A ``LIKE ... ESCAPE '\\'`` pattern matching exactly the strings that start with ``prefix``: ``\\``, ``%``
+    and ``_`` in ``prefix`` are escaped so they match themselves."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
-    ``prefix <= id < successor(prefix)`` on the unique ``id`` index, so on SQLite it costs the same at any size
-    (on PostgreSQL it compares with ``COLLATE "C"`` and scans the ids); ``prefix`` is a bound parameter (LIKE
-    wildcards are plain characters).
+
+async def ids_with_prefix(db: Any, kind: str, prefix: str, limit: int) -> list[str]:
+    """Ids of ``kind`` (``"entries"`` or ``"traces"``) starting with ``prefix``, smallest first (code point order).
 
     Args:
-        db: the open storage Database. kind: which table. prefix: a validated id start. limit: most ids.
+        db: the open storage Database (either engine). kind: which group. prefix: a validated id start (the
+            caller checks it: non-empty, no NUL). limit: most ids (validated, >= 1).
 
     Returns:
-        Up to ``limit`` full ids.
+        Up to ``limit`` full ids (``db.ops.<kind>.ids_with_prefix``).
     """
-    table = _TABLES[kind]
-    upper = _prefix_successor(prefix)
-    if getattr(db, "engine", "sqlite") == "postgres":
-        # psycopg's placeholders; code point order whatever collation the database was made with (SQLite's
-        # BINARY): under a linguistic collation ("en_US.UTF-8") "-" is skipped and the range would miss ids. The
-        # id index has the database's collation, so on PostgreSQL this is a scan of the table's ids.
-        col, mark = 'id COLLATE "C"', "%s"
-    else:
-        col, mark = "id", "?"
-    if upper is None:  # the prefix is all U+10FFFF: every id from it on starts with it
-        rows = await db.fetchall(f"SELECT id FROM {table} WHERE {col} >= {mark} ORDER BY {col} LIMIT {mark}",
-                                 (prefix, limit))
-    else:
-        rows = await db.fetchall(f"SELECT id FROM {table} WHERE {col} >= {mark} AND {col} < {mark} ORDER BY {col} "
-                                 f"LIMIT {mark}", (prefix, upper, limit))
-    return [r[0] for r in rows]
+    if kind not in _GROUPS:
+        raise ValueError(f"no id-prefix lookup for {kind!r}")
+    return await getattr(db.ops, kind).ids_with_prefix(db, prefix, limit)

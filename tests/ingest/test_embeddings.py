@@ -901,3 +901,22 @@ async def test_identical_text_is_embedded_once_per_model_and_file(tmp_path):
             assert [h.entry.l2_full for h in hits] == [text] and hits[0].entry.user_id == user
     finally:
         await db.close()
+
+
+def test_embed_long_documents_marks_a_text_with_a_non_finite_chunk_as_nan():
+    """Normalising would turn a NaN row into zeros (a vector that matches nothing, silently): the row of a text
+    with any non-finite chunk vector comes back all NaN instead, the others are untouched."""
+    class Broken(HashEmbedder):
+        def embed_documents(self, texts):
+            out = np.array(super().embed_documents(texts), dtype=np.float32)
+            for i, t in enumerate(texts):
+                if "nan" in t:
+                    out[i, 0] = float("nan")
+                if "inf" in t:
+                    out[i, 0] = float("inf")
+            return out
+
+    emb = Broken(dims=8)
+    got = embed_long_documents(emb, ["fine text", "a nan here", "an inf there", "x" * 50 + " nan"], 20)
+    np.testing.assert_allclose(got[0], HashEmbedder(dims=8).embed_documents(["fine text"])[0], atol=1e-6)
+    assert np.isnan(got[1]).all() and np.isnan(got[2]).all() and np.isnan(got[3]).all()

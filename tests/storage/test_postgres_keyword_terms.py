@@ -81,7 +81,8 @@ async def test_a_version_10_database_is_upgraded(pg_url):
     await ab.add_memory("Containers wait at the harbour", user_id="u1")
     async with ab.db.transaction() as conn:  # what the version-10 schema lacked
         await conn.execute("DROP TABLE keyword_terms")
-        await conn.execute("DROP INDEX ix_entries_superseded_facts")
+        for index in ("ix_entries_superseded_facts", "ix_entries_id_prefix", "ix_traces_id_prefix"):
+            await conn.execute(f"DROP INDEX {index}")
         await conn.execute("DELETE FROM schema_version")
         await conn.execute("INSERT INTO schema_version(version) VALUES (10)")
     await ab.close()
@@ -90,7 +91,8 @@ async def test_a_version_10_database_is_upgraded(pg_url):
     try:
         assert (await again.stats())["schema_version"] == SCHEMA_VERSION
         assert (await _counts_hold(again))["contain"] == 2
-        assert await again.db.fetchone("SELECT to_regclass('ix_entries_superseded_facts') IS NOT NULL") == (True,)
+        for index in ("ix_entries_superseded_facts", "ix_entries_id_prefix", "ix_traces_id_prefix"):
+            assert await again.db.fetchone("SELECT to_regclass(%s) IS NOT NULL", (index,)) == (True,)
         found = await again.find("harbour containers", user_id="u1", mode="fts")
         assert len(found) == 2
     finally:

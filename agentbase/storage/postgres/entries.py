@@ -322,3 +322,18 @@ async def history_rows(c: Any, entry_id: str) -> list[tuple]:
     return await c.fetchall(
         "SELECT id, entry_id, event, old_value, new_value, metadata, created_at FROM entry_history "
         "WHERE entry_id = %s ORDER BY seq", (entry_id,))
+
+
+# ------------------------------------------------------------------------------------------------ id prefixes
+__all__ += ["ids_with_prefix"]
+
+
+async def ids_with_prefix(c: Any, prefix: str, limit: int) -> list[str]:
+    """Entry ids starting with ``prefix`` (any owner and status), smallest first in code point order
+    (``COLLATE "C"``, SQLite's BINARY), at most ``limit``. ``id LIKE prefix% ESCAPE '\\'`` with ``\\``, ``%``
+    and ``_`` escaped (SQLite: a range on the id index; a range in a locale collation would miss ids). Only a
+    database in the ``C`` collation can use the unique ``id`` index for it; elsewhere (``C.UTF-8`` included) it
+    reads the ``id`` column (8 ms at 50,000 entries)."""
+    from .traces import _ids_like
+
+    return await _ids_like(c, "entries", prefix, limit)

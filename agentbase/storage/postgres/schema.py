@@ -30,7 +30,8 @@ __all__ = ["KEYWORD_STAT_SHARDS", "SCHEMA_SQL", "SCHEMA_VERSION", "UPGRADES"]
 
 KEYWORD_STAT_SHARDS = 16  # rows of keyword_stats; a writer updates the row of (its backend pid % 16)
 
-# v11 (both engines: the superseded-facts index, storage/sqlite/schema.py) and this engine's keyword_terms.
+# v11 (both engines: the superseded-facts index, storage/sqlite/schema.py), this engine's keyword_terms and the
+# id-prefix indexes (text_pattern_ops: `id LIKE 'prefix%'` under any collation, entries/traces.ids_with_prefix).
 _V11 = """
 CREATE TABLE keyword_terms (
     lexeme TEXT NOT NULL,
@@ -39,6 +40,8 @@ CREATE TABLE keyword_terms (
     PRIMARY KEY (lexeme, shard)
 );
 CREATE INDEX ix_entries_superseded_facts ON entries(user_id) WHERE fact_key IS NOT NULL AND superseded_by IS NOT NULL;
+CREATE INDEX ix_entries_id_prefix ON entries(id text_pattern_ops);
+CREATE INDEX ix_traces_id_prefix ON retrieval_traces(id text_pattern_ops);
 """
 
 SCHEMA_SQL = f"""
@@ -89,7 +92,7 @@ CREATE TABLE keyword_stats (
     tokens BIGINT NOT NULL DEFAULT 0
 );
 INSERT INTO keyword_stats(shard) SELECT generate_series(0, {KEYWORD_STAT_SHARDS - 1});
-{_V11}CREATE TABLE entry_tags (
+CREATE TABLE entry_tags (
     rid BIGINT NOT NULL REFERENCES entries(rid) ON DELETE CASCADE,
     tag TEXT NOT NULL,
     PRIMARY KEY (tag, rid)
@@ -274,7 +277,7 @@ CREATE TABLE checkpoint_writes (
     task_path TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 );
-"""
+{_V11}"""
 
 # The statements that bring a database of the previous version to each version, run under the schema lock
 # (connection.py). Version 10 was the first PostgreSQL schema.

@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..ids import like_prefix
 from .sqlutil import limit as _limit
 from .sqlutil import offset as _offset
 
 __all__ = ["STEP_COLUMNS", "SUMMARY_COLUMNS", "TRACE_COLUMNS", "all_entities", "count_recalls", "entity_tag_counts",
-           "entries_tagged", "insert_traces", "latest_relations", "session_memory_rows", "session_trace_summaries",
+           "entries_tagged", "ids_with_prefix", "insert_traces", "latest_relations", "session_memory_rows", "session_trace_summaries",
            "stored_tag", "tag_pairs", "trace_row", "trace_summaries"]
 
 #: Trace row order.
@@ -151,3 +152,18 @@ async def entries_tagged(c: Any, tag: str, limit: int = 50) -> list[tuple]:
     return await c.fetchall(
         f"SELECT {entry_columns('e')} FROM entry_tags t {_ACTIVE} WHERE t.tag = %s "
         "ORDER BY COALESCE(e.event_time, e.created_at) DESC LIMIT %s", (tag, _limit(limit)))
+
+
+async def ids_with_prefix(c: Any, prefix: str, limit: int) -> list[str]:
+    """Persisted trace ids starting with ``prefix``, smallest first in code point order, at most ``limit`` (as
+    ``entries.ids_with_prefix``: ``LIKE`` with the wildcards escaped, ordered ``COLLATE "C"``)."""
+    return await _ids_like(c, "retrieval_traces", prefix, limit)
+
+
+async def _ids_like(c: Any, table: str, prefix: str, limit: int) -> list[str]:
+    """``ids_with_prefix`` over ``table`` (``entries`` or ``retrieval_traces``, never user input)."""
+    if table not in ("entries", "retrieval_traces"):
+        raise ValueError(table)
+    rows = await c.fetchall(f"SELECT id FROM {table} WHERE id LIKE %s ESCAPE '\\' ORDER BY id COLLATE \"C\" "
+                            "LIMIT %s", (like_prefix(prefix), _limit(limit)))
+    return [r[0] for r in rows]

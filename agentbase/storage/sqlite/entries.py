@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..entries import ENTRY_COLUMNS, SESSION_SUMMARY
+from ..ids import prefix_successor
 
 # Owner columns an entry read may be narrowed by (never user input: the entry API's keys; checked all the same).
 _OWNER_COLUMNS = frozenset({"user_id", "agent_id", "project_id", "session_id"})
@@ -218,3 +219,22 @@ async def history_rows(c: Any, entry_id: str) -> list[tuple]:
     return await c.fetchall(
         "SELECT id, entry_id, event, old_value, new_value, metadata, created_at FROM entry_history "
         "WHERE entry_id = ? ORDER BY seq", (entry_id,))
+
+
+# ------------------------------------------------------------------------------------------------ id prefixes
+async def ids_with_prefix(c: Any, prefix: str, limit: int) -> list[str]:
+    """Entry ids starting with ``prefix`` (any owner and status), smallest first in code point order, at most
+    ``limit``. ``prefix <= id < successor(prefix)`` on the unique ``id`` index (BINARY collation), so it costs the
+    same at any size; ``prefix`` is a bound parameter, LIKE wildcards in it are plain characters."""
+    return await _ids_with_prefix(c, "entries", prefix, limit)
+
+
+async def _ids_with_prefix(c: Any, table: str, prefix: str, limit: int) -> list[str]:
+    """``ids_with_prefix`` over ``table`` (``entries`` or ``retrieval_traces``, never user input)."""
+    upper = prefix_successor(prefix)
+    if upper is None:  # the prefix is all U+10FFFF: every id from it on starts with it
+        rows = await c.fetchall(f"SELECT id FROM {table} WHERE id >= ? ORDER BY id LIMIT ?", (prefix, limit))
+    else:
+        rows = await c.fetchall(f"SELECT id FROM {table} WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                                (prefix, upper, limit))
+    return [r[0] for r in rows]

@@ -120,3 +120,11 @@ async def entries_tagged(c: Any, tag: str, limit: int = 50) -> list[tuple]:
     return await c.fetchall(
         f"SELECT {entry_columns('e')} FROM entry_tags t {_ACTIVE} WHERE t.tag = ? "
         "ORDER BY COALESCE(e.event_time, e.created_at) DESC LIMIT ?", (tag, limit))
+
+
+async def ids_with_prefix(c: Any, prefix: str, limit: int) -> list[str]:
+    """Persisted trace ids starting with ``prefix``, smallest first in code point order, at most ``limit`` (a range
+    scan on the ``id`` primary key, as ``entries.ids_with_prefix``)."""
+    from .entries import _ids_with_prefix
+
+    return await _ids_with_prefix(c, "retrieval_traces", prefix, limit)
