@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .tokens import document_tokens, tsquery_literal, tsvector_literal
+from .tokens import document_tokens, tsvector_literal
 
 __all__ = ["K1", "B", "LEXEMES", "TERMS_FROM_INDEX", "adjust_stats", "corpus_counts", "doc_counts", "flush_terms",
            "idf", "keyword_document", "match_counts", "note_terms", "ranked", "rebuild_terms"]

@@ -292,14 +292,11 @@ class PgDatabase:
         Raises:
             StorageError: the driver failed or the database is closed.
         """
-        if self._pool is None:
-            raise StorageError("database is closed")
-        try:
-            async with self._pool.connection() as conn:
-                cur = await conn.execute(sql, params or None)
-                return await cur.fetchall()
-        except self._errors as exc:
-            raise StorageError(f"query failed on {self.path}: {exc}") from exc
+        async def run(conn: Any) -> list[tuple]:
+            cur = await conn.execute(sql, params or None)
+            return await cur.fetchall()
+
+        return await self._read(run)
 
     async def fetchone(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> tuple | None:
         """Like :meth:`fetchall` but the first row or None."""
@@ -316,14 +313,21 @@ class PgDatabase:
         Raises:
             StorageError: the driver failed or the database is closed.
         """
+        async def run(conn: Any) -> list[tuple]:
+            async with conn.pipeline():
+                await conn.execute(_set_config_sql(len(settings), local=False), _flat(settings))
+                cur = await conn.execute(sql, params or None)
+            return await cur.fetchall()
+
+        return await self._read(run)
+
+    async def _read(self, run: Any) -> list[tuple]:
+        """``await run(conn)`` on a pooled connection, driver errors as StorageError."""
         if self._pool is None:
             raise StorageError("database is closed")
         try:
             async with self._pool.connection() as conn:
-                async with conn.pipeline():
-                    await conn.execute(_set_config_sql(len(settings), local=False), _flat(settings))
-                    cur = await conn.execute(sql, params or None)
-                return await cur.fetchall()
+                return await run(conn)
         except self._errors as exc:
             raise StorageError(f"query failed on {self.path}: {exc}") from exc
 

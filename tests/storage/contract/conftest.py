@@ -24,3 +24,18 @@ async def store(engine, tmp_path, request):
         db = await open_postgres(request.getfixturevalue("pg_url"))
     yield db
     await db.close()
+
+
+@pytest.fixture
+async def ab(engine, tmp_path, request):
+    """An :class:`~agentbase.AgentBase` on the engine under test (a SQLite file, or a PostgreSQL database of its
+    own), regex NER and a 64-d hash embedder."""
+    from agentbase import AgentBase
+    from agentbase.config import load_settings
+    from agentbase.embeddings import HashEmbedder
+
+    target = tmp_path / "e2e.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
+    db = AgentBase(target, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=64))
+    await db.initialize()
+    yield db
+    await db.close()

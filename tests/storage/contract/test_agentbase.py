@@ -6,17 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentbase import AgentBase, NotFoundError, ValidationError, load_settings
-from agentbase.embeddings import HashEmbedder
-
-
-@pytest.fixture
-async def ab(engine, tmp_path, request):
-    target = tmp_path / "e2e.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
-    db = AgentBase(target, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=64))
-    await db.initialize()
-    yield db
-    await db.close()
+from agentbase import NotFoundError, ValidationError
 
 
 async def test_entries_round_trip_with_history(ab):

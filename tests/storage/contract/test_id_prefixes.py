@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from agentbase import AgentBase, ValidationError, load_settings
-from agentbase.embeddings import HashEmbedder
+from agentbase import ValidationError
 
 from .seed import add_entry
 
@@ -57,15 +56,6 @@ async def test_ids_with_prefix_of_the_last_code_point(store):
     assert await store.ops.entries.ids_with_prefix(store, "ab", 10) == [f"ab{top}", f"ab{top}zz"]
     assert await store.ops.entries.ids_with_prefix(store, f"ab{top}", 10) == [f"ab{top}", f"ab{top}zz"]
     assert await store.ops.entries.ids_with_prefix(store, top, 10) == []
-
-
-@pytest.fixture
-async def ab(engine, tmp_path, request):
-    target = tmp_path / "ids.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
-    db = AgentBase(target, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=32))
-    await db.initialize()
-    yield db
-    await db.close()
 
 
 async def test_public_prefix_lookups_on_both_engines(ab):
