@@ -98,6 +98,7 @@ class EntriesAPI:
             LLMUnavailable / LLMRetryable / LLMError: the model could not answer (nothing was written).
         """
         from ..llm.mem0_infer import infer_memories
+        from ..llm.usage import traced_calls
 
         if not isinstance(messages, list) or not all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
@@ -111,8 +112,10 @@ class EntriesAPI:
         if metadata is not None:
             metadata = check_metadata(metadata)
         await self._ensure()
-        return await infer_memories(self, messages, user_id=user_id, agent_id=agent_id, session_id=session_id,
-                                    metadata=metadata, event_time=event_time, scope=scope)
+        owner = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id), ("session_id", session_id)) if v}
+        async with traced_calls(self, "llm mem0 infer", {"kind": "mem0_infer", **owner}):
+            return await infer_memories(self, messages, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                        metadata=metadata, event_time=event_time, scope=scope)
 
     @bridged
     async def add_memory(self, content: str, *, category: str = "fact", tags: list[str] | None = None,

@@ -42,6 +42,7 @@ from ..storage.entries import (RETRIEVAL_KEY, RETRIEVAL_KEY_FOR, _fts_source, de
 from ..timeutil import to_db_time
 from .client import parse_json_answer
 from .prompts import facts_messages, summary_messages, turn_messages
+from .usage import traced_calls
 
 __all__ = ["LLM_JOB", "LLMJobWorker", "enqueue_llm_jobs", "run_llm_job"]
 
@@ -119,6 +120,12 @@ class LLMJobWorker(JobWorker):
         return len(claimed)
 
     async def _one(self, job: tuple) -> None:
+        """Run one job; its model calls are one trace (query ``"llm job <target>"``, params ``{"kind": "llm_job",
+        "target"}``: :func:`~agentbase.llm.usage.traced_calls`)."""
+        async with traced_calls(self.ab, f"llm job {job[1]}", {"kind": "llm_job", "target": job[1]}):
+            await self._run_one(job)
+
+    async def _run_one(self, job: tuple) -> None:
         job_id, target, _attempts = job
         try:
             complete = await run_llm_job(self.ab, target)

@@ -3,17 +3,20 @@ calls of every process and session, the background jobs' included.
 
 The value is a JSON object ``{purpose: {"calls", "errors", "prompt_tokens", "completion_tokens",
 "latency_ms"}}``; tokens are the server's own counts (``usage`` of each response), latency is the sum in
-milliseconds. No message text and no key is stored.
+milliseconds. No message text and no key is stored. :func:`traced_calls` also records a block's calls, one by one,
+as a trace.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
-from .client import LLMCall
+from .client import LLMCall, LLMClient
 
-__all__ = ["USAGE_KEY", "load_usage", "save_usage"]
+__all__ = ["USAGE_KEY", "load_usage", "save_usage", "traced_calls"]
 
 USAGE_KEY = "llm_usage"
 _FIELDS = ("calls", "errors", "prompt_tokens", "completion_tokens")
@@ -63,3 +66,25 @@ async def load_usage(db: Any, pending: list[LLMCall] | None = None) -> dict[str,
     by = _add(_parse(await db.ops.meta.get_value(db, USAGE_KEY)), list(pending or []))
     total = {f: sum(int(v.get(f, 0)) for v in by.values()) for f in _FIELDS}
     return {"by_purpose": by, "total": total}
+
+
+@contextlib.asynccontextmanager
+async def traced_calls(ab: Any, query: str, params: dict[str, Any]) -> AsyncIterator[None]:
+    """Record the model calls made inside the block (by any client, in this task and the tasks it starts) as one
+    trace beside find()'s: ``query`` and ``params`` as given, one ``llm_call`` step per call whose details are
+    :meth:`LLMCall.as_dict` (purpose, model, prompt and completion tokens, latency in ms, outcome, attempts,
+    error; never the prompt or the key). Nothing is written when no call was made, when ``retrieval.trace`` is
+    off, or before the engine has opened its trace buffer. Calls made by a ``find()`` inside the block are in
+    that find's own trace, not this one. Must run on the engine loop."""
+    from ..observability import Tracer
+
+    tracer = Tracer(query, params)
+    with LLMClient.collect() as calls:
+        try:
+            yield
+        finally:
+            buffer = getattr(ab, "traces", None)
+            if calls and buffer is not None and ab.settings.retrieval.trace:
+                for call in calls:
+                    tracer.step("llm_call", **call.as_dict())
+                buffer.add(tracer.finish([]), None)

@@ -237,3 +237,25 @@ async def test_permanent_http_error_fails_at_once_keeping_rule_output(tmp_path, 
     assert len(fake_llm.requests) == n_jobs  # not retried
     assert (await _summary(db, sid)).l2_full.startswith("Topics:")
     await db.close()
+
+
+async def test_each_jobs_model_calls_are_a_trace(tmp_path, fake_llm):
+    fake_llm.responder = scripted(**ANSWERS)
+    db = make_llm_db(tmp_path / "a.db", fake_llm.url)
+    sid = await _session(db)
+    await db.commit_session(sid)
+    assert await db.flush() == 0
+    await db.find("beagle", user_id="ann")  # a retrieval trace beside them
+    summaries = [t for t in await db.list_traces(limit=50) if t["query"].startswith("llm job ")]
+    assert sorted(t["query"].split()[2].split(":")[0] for t in summaries) == ["facts", "summary", "turn", "turn"]
+    calls = []
+    for t in summaries:
+        trace = await db.get_trace(t["id"])
+        assert trace.params["kind"] == "llm_job" and trace.params["target"] == t["query"][len("llm job "):]
+        calls += [s.details for s in trace.steps if s.name == "llm_call"]
+    assert sorted(c["purpose"] for c in calls) == ["facts", "retrieval_key", "retrieval_key", "summary"]
+    assert all(c["outcome"] == "ok" and c["model"] and c["prompt_tokens"] > 0 and c["latency_ms"] >= 0
+               for c in calls)
+    by = (await db.stats())["llm"]["by_purpose"]  # the traces and the totals count the same calls
+    assert sum(c["prompt_tokens"] for c in calls) == sum(v["prompt_tokens"] for v in by.values())
+    await db.close()

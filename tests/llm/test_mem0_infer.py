@@ -68,6 +68,11 @@ def test_add_update_delete_events(tmp_path, fake_llm):
     assert m.add("Nothing to note.", user_id="ann") == {"results": []}
     by = sync.stats()["llm"]["by_purpose"]
     assert by["mem0_extract"]["calls"] == 4 and by["mem0_update"]["calls"] == 3  # no facts: no decision call
+    # each add() is one trace of its model calls (the find() calls inside it have their own)
+    infers = [sync.get_trace(t["id"]) for t in sync.list_traces(limit=100) if t["query"] == "llm mem0 infer"]
+    assert len(infers) == 4 and all(t.params == {"kind": "mem0_infer", "user_id": "ann"} for t in infers)
+    purposes = sorted(s.details["purpose"] for t in infers for s in t.steps if s.name == "llm_call")
+    assert purposes == ["mem0_extract"] * 4 + ["mem0_update"] * 3
     m.close()
     sync.close()
 
