@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 import tempfile
@@ -48,6 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="LoCoMo JSON (locomo10.json or a subset); default ../shared/data/" + DEFAULT_DATA)
     p.add_argument("--limit", type=int, default=None, help="first N conversations only")
     p.add_argument("--qa-limit", type=int, default=None, help="first N QA items per conversation only")
+    p.add_argument("--sessions", type=int, default=None,
+                   help="first N sessions of each conversation only, scoring the QA items whose evidence all lies "
+                        "in them (a small haystack, e.g. for --llm-config with the LLM ingest uses on)")
     add_retrieval_args(p, "conversation")
     add_llm_args(p)
     args = p.parse_args(argv)
@@ -77,6 +81,16 @@ def parse_evidence(evidence: Any) -> tuple[list[str], int]:
 
 def session_of(conv_id: str, dia: str) -> str:
     return f"{conv_id}:session_{dia[1:].split(':')[0]}"
+
+
+def first_sessions(conv: Any, n: int) -> Any:
+    """``conv`` cut to its first ``n`` sessions, with the QA items whose parsed evidence all lies in them (items
+    without parsable evidence are dropped too: they could not be scored)."""
+    kept = conv.sessions[:n]
+    ids = {s.session_id for s in kept}
+    qa = [q for q in conv.qa if (ev := parse_evidence(q.get("evidence", []))[0])
+          and all(session_of(conv.conversation_id, d) in ids for d in ev)]
+    return dataclasses.replace(conv, sessions=kept, qa=qa)
 
 
 def turn_key(_session_id: str, meta: dict[str, Any]) -> str | None:
@@ -135,6 +149,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit:
         data = data[: args.limit]
     convs = list(locomo_conversations(data))
+    if getattr(args, "sessions", None):
+        convs = [first_sessions(c, args.sessions) for c in convs]
     embedder = build_embedder(settings)
     cache = open_cache(args.cache, embedder)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -8,7 +8,7 @@ import pytest
 from agentbase import AgentBase, load_settings
 from agentbase.embeddings import HashEmbedder
 from agentbase.web import create_app
-from tests.test_web_responses import LiveServer
+from tests.web.test_responses import LiveServer
 
 
 @pytest.fixture
