@@ -350,9 +350,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_main(argv, parse_args, run, report)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
 
 def pair_metrics(payload: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """Side-by-side rows of ``--llm-config`` runs: hybrid evidence recall (cat 1-4) at 5/10/25, zero-LLM vs LLM."""
@@ -361,3 +358,6 @@ def pair_metrics(payload: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     return [(f"cat 1-4 {key}", get(payload["zero_llm"], key), get(payload["llm"], key))
             for key in ("evidence_recall@5", "evidence_recall@10", "evidence_recall@25")]
 
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -453,9 +453,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_main(argv, parse_args, run, report)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
 
 def pair_metrics(payload: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """Side-by-side rows of ``--llm-config`` runs: hybrid session/turn recall at 5 and 10, zero-LLM vs LLM."""
@@ -464,3 +461,6 @@ def pair_metrics(payload: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     return [(f"{level} {key}", get(payload["zero_llm"], level, key), get(payload["llm"], level, key))
             for level in LEVELS for key in ("recall_any@5", "recall_all@5", "recall_all@10")]
 
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -129,3 +129,32 @@ def test_llm_config_retrieval_pair_reports_tokens(tmp_path, data):
     assert tokens["ingest"]["calls"] >= 3 and tokens["ingest_tokens_per_message"] > 0
     assert tokens["query"]["calls"] == 0 and tokens["query_tokens_per_query"] == 0
     assert all("llm" not in r for r in payload["zero_llm"]["questions"])
+
+
+def test_the_scripts_run_the_llm_pair_as_modules(tmp_path, data):
+    """``python -m benchmarks.<name> --llm-config`` (not only ``main()`` imported): everything the pair report
+    needs is defined before the module's ``__main__`` block runs."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from benchmarks.common import default_data
+
+    server = FakeLLMServer()
+    server.responder = lambda request: json.dumps({"summary": "Rufus.", "overview": "Rufus.", "abstract": "Rufus"})
+    root = Path(__file__).resolve().parents[2]
+    runs = [["benchmarks.longmemeval", "--data", str(data)]]
+    locomo = default_data("locomo", "locomo_dev.json")
+    if locomo:
+        runs.append(["benchmarks.locomo", "--data", locomo, "--limit", "1", "--sessions", "1"])
+    try:
+        for module, *rest in runs:
+            out = tmp_path / f"{module}.json"
+            done = subprocess.run([sys.executable, "-m", module, "--llm-config",
+                                   _config(tmp_path, server.url, retrieval_keys=False, facts=False), *rest,
+                                   "--embedder", "hash", "--modes", "hybrid", "--out", str(out)],
+                                  cwd=root, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+            assert json.loads(out.read_text())["llm_tokens"]["ingest"]["calls"] >= 1
+    finally:
+        server.close()
