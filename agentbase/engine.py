@@ -11,6 +11,7 @@ import contextlib
 import math
 import operator
 import os
+import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -30,7 +31,7 @@ from .errors import ConfigError, DimensionMismatchError, StorageError, UsageErro
 from .index.matrix import VectorMatrix
 from .ingest.worker import EmbeddingWorker, EnrichmentWorker, pending_jobs
 from .llm.usage import load_usage
-from .models import SearchResult, Trace, utcnow
+from .models import SearchResult, Trace, TraceStep, utcnow
 from .ner import create_extractor
 from .observability import TraceBuffer, load_trace
 from .retrieval.filters import filters_from_kwargs as _filters
@@ -198,6 +199,32 @@ class AgentBase(EntriesAPI, SessionsAPI, KnowledgeAPI, DebugAPI, CheckpointsAPI)
         from ._loop import engine_loop
 
         engine_loop().loop.call_soon_threadsafe(lambda: self._llm_calls.append(call))  # swapped on that loop
+
+    def trace_llm_calls(self, query: str, params: dict[str, Any], calls: list[Any]) -> None:
+        """Record LLM calls made by a client of the caller's own (the Responses route's) as one trace beside
+        find()'s (when ``retrieval.trace`` is on and the database is open): ``query`` and ``params`` as given, one
+        ``llm_call`` step per call (:meth:`~agentbase.llm.client.LLMCall.as_dict`: purpose, model, prompt and
+        completion tokens, latency in ms, outcome, attempts, error). Callable from any thread; returns at once.
+
+        Args:
+            query: the trace's label, e.g. ``"llm responses"``. params: JSON-ready details (ids, never text).
+            calls: the :class:`~agentbase.llm.client.LLMCall` records (``LLMClient.collect()`` gives them); an
+                empty list records nothing.
+        """
+        if not calls or not self.settings.retrieval.trace:
+            return
+        from ._loop import engine_loop
+
+        steps = [TraceStep(name="llm_call", latency_ms=round(c.latency_s * 1000, 3), details=c.as_dict())
+                 for c in calls]
+        trace = Trace(id=str(uuid.uuid4()), query=query, created_at=utcnow(), params=dict(params), steps=steps,
+                      total_ms=round(sum(s.latency_ms for s in steps), 3), result_ids=[])
+
+        def add() -> None:
+            if self.traces is not None:
+                self.traces.add(trace, None)
+
+        engine_loop().loop.call_soon_threadsafe(add)
 
     async def _at_exit(self) -> None:
         """Interpreter exit without ``close()``: write the queued traces and recall counts, and hand embedding jobs

@@ -266,8 +266,14 @@ async def _create(request: Request, body: ResponseCreate) -> Any:
     messages = ([{"role": "system", "content": system}] if system else []) + history + \
         [m for m in (_chat_message(r) for r in rows) if m]
     max_tokens = body.max_output_tokens
+    from ..llm.client import LLMClient
+
     try:
-        result = await llm.chat(messages, purpose="responses", max_tokens=max_tokens)
+        with LLMClient.collect() as calls:
+            try:
+                result = await llm.chat(messages, purpose="responses", max_tokens=max_tokens)
+            finally:  # the answer's call, one trace per response (conversation id: never the text)
+                db.trace_llm_calls("llm responses", {"kind": "responses", "conversation": conv}, calls)
     except Exception as exc:  # the client's typed errors become 503/502; anything else stays a 500
         mapped = _llm_error_response(exc)
         if mapped is None:

@@ -101,6 +101,12 @@ def test_create_returns_response_and_stores_turns(served, fake):
     assert got.id == r.id and got.output_text == r.output_text and got.usage.total_tokens == r.usage.total_tokens
     counted = db.sync.stats()["llm"]["by_purpose"]["responses"]  # the route's calls are in the file's totals
     assert counted["calls"] == 1 and counted["completion_tokens"] == r.usage.output_tokens
+    # and the call is a trace of its own (the conversation's id, never the text)
+    traced = [db.sync.get_trace(t["id"]) for t in db.sync.list_traces(limit=50) if t["query"] == "llm responses"]
+    assert len(traced) == 1 and traced[0].params == {"kind": "responses", "conversation": conv.id}
+    (call,) = [s.details for s in traced[0].steps if s.name == "llm_call"]
+    assert call["purpose"] == "responses" and call["outcome"] == "ok"
+    assert call["completion_tokens"] == r.usage.output_tokens and call["prompt_tokens"] == r.usage.input_tokens
 
 
 def test_previous_response_id_continues_the_session(served, fake):
