@@ -18,6 +18,7 @@ SQL; when too few pass, the scan is redone over the filter's full row set (so fi
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -28,6 +29,8 @@ from .._perprocess import PerProcess
 from ..errors import DimensionMismatchError
 
 __all__ = ["LOG_KEEP", "VectorMatrix", "similarities"]
+
+log = logging.getLogger(__name__)
 
 LOG_KEEP = 200_000  # vector_log rows kept behind the newest; a reader further behind reloads in full
 _SPLIT_ROWS = 65_536  # matrices this tall are scored in parallel slices (memory-bound: ~2x on 2 cores at 100k)
@@ -88,6 +91,7 @@ class VectorMatrix:
         self._free: list[int] = []
         self._used = 0  # matrix rows in use (live + free slots)
         self._too_big = False
+        self._warned = False  # the "does not fit" warning is logged once per matrix
         self._lock = asyncio.Lock()
 
     @property
@@ -140,6 +144,7 @@ class VectorMatrix:
         if count * dims * 4 > self.max_bytes:
             self._clear(too_big=True)
             self._seq = seq
+            self._warn(count, dims)
             return False
         self._clear(too_big=False)
         # One dimension per file: rows of another length (a re-embedding in progress) are left out.
@@ -148,6 +153,15 @@ class VectorMatrix:
             self._put(int(rid), blob)
         self._seq = seq
         return True
+
+    def _warn(self, count: int, dims: int) -> None:
+        if not self._warned:
+            self._warned = True
+            need = -(-count * dims * 4 // (1024 * 1024))
+            log.warning("%d stored %d-d vectors need %d MiB, more than storage.vector_cache_mb (%d MiB): vector KNN "
+                        "runs in sqlite-vec on disk, about 100x slower (1.4 s at 530k vectors, docs/benchmarks.md); "
+                        "raise storage.vector_cache_mb above %d to keep the in-process matrix",
+                        count, dims, need, self.max_bytes // (1024 * 1024), need)
 
     def _clear(self, *, too_big: bool) -> None:
         self.dims = self.rows = self._used = 0

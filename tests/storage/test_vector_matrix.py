@@ -97,13 +97,17 @@ async def test_selective_filter_fills_top_k(tmp_path: Path):
     await db.close()
 
 
-async def test_cap_falls_back_and_pruned_log_reloads(tmp_path: Path):
+async def test_cap_falls_back_and_pruned_log_reloads(tmp_path: Path, caplog):
     db = _open(tmp_path / "m.db", 512)
     for text in TEXTS[:6]:
         await db.add_memory(text)
     await db.flush()
     tiny = VectorMatrix(max_bytes=64 * 4 * 3)  # room for three 64-d vectors
-    assert await tiny.refresh(db.db) is False and tiny.rows == 0
+    with caplog.at_level("WARNING", logger="agentbase.index.matrix"):
+        assert await tiny.refresh(db.db) is False and tiny.rows == 0
+        assert await tiny.refresh(db.db) is False  # still too big: said once, not per query
+    said = [r.getMessage() for r in caplog.records if r.name == "agentbase.index.matrix"]
+    assert len(said) == 1 and "storage.vector_cache_mb" in said[0] and "6 stored 64-d vectors" in said[0]
 
     big = VectorMatrix(max_bytes=1 << 20)
     assert await big.refresh(db.db) and big.rows == 6
