@@ -95,17 +95,21 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     were not. A text is demoted when the fact now holding the value (the end of the fact's supersession chain)
     is a candidate scoring at least half its score, so the query is about that value; a summary also lists its
     own session's facts, so one whose session states the new value is left alone. The sources are the fact's
-    session links (the message that stated it, and any that stated it again); superseded facts are few (one per
-    changed value), read through the keyed-facts index under the query's owners."""
+    session links (the message that stated it, and any that stated it again). Only the candidates' sessions are
+    read (their fact links, then those facts' supersession chains), so the cost follows the candidates, not the
+    owner's history: reading every superseded fact of the owner took 107 ms per find() at 1M entries (6,140 such
+    facts, 8,789 links; ``python -m benchmarks.perf --sizes 1000000``)."""
     turns = {(c["entry"].session_id, c["entry"].message_seq()): c for c in cands.values()
              if c["entry"].category == "turn"}
     summaries = {c["entry"].session_id: c for c in cands.values() if c["entry"].category == "summary"}
     if not turns and not summaries:
         return 0
     owners = {k: getattr(filters, k) for k in ("user_id", "agent_id", "project_id") if getattr(filters, k)}
-    old = dict(await db.ops.retrieval.superseded_facts(db, owners))
-    if not old:
+    sessions = sorted({sid for sid, _ in turns if sid is not None} | {sid for sid in summaries if sid is not None})
+    links = await db.ops.retrieval.superseded_fact_links(db, sessions, owners)
+    if not links:
         return 0
+    old = dict(await db.ops.retrieval.supersession_chains(db, sorted({fid for fid, *_ in links}), owners))
     by_id = {c["entry"].id: c for c in cands.values()}
 
     def current(fid: str) -> str:  # the end of the chain: the fact holding the key's value now
@@ -115,11 +119,9 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
             newer = old[newer]
         return newer
 
-    head = {fid: current(fid) for fid in old}
-    links = await db.ops.retrieval.fact_links(db, list(old))
     stale: dict[int, dict[str, Any]] = {}
-    for fid, sid, seq in links:
-        now = by_id.get(head[fid])
+    for fid, _, sid, seq in links:
+        now = by_id.get(current(fid))
         if now is None:
             continue
         for c in (turns.get((sid, seq)), summaries.get(sid)):

@@ -10,7 +10,7 @@ Filters arrive as the ``(where_sql, params)`` pair of ``db.ops.filters.where(f, 
 What differs from SQLite, and why:
 
 - Lists of rids and ids bind as one array parameter (``= ANY(%s::bigint[])``), so ``rids_passing`` needs no
-  500-at-a-time chunks and ``fact_links`` no ``json_each``.
+  500-at-a-time chunks and ``superseded_fact_links`` no ``json_each``.
 - ``following_user_turns``: the same plan, written with ``AS MATERIALIZED`` CTEs (PostgreSQL 12+) and plain
   joins (PostgreSQL has no ``CROSS JOIN ... ON``); "is the next turn" is cast to the integer 1/0 SQLite returns,
   and ``metadata.role`` is read with ``json_doc(e.metadata) ->> 'role'`` (:func:`.sqlutil.json_doc`: a metadata
@@ -33,8 +33,8 @@ from ..entries import entry_columns
 from .sqlutil import json_doc as _doc
 from .sqlutil import limit as _limit
 
-__all__ = ["any_passing", "entry_rows", "fact_links", "following_user_turns", "name_fact_values",
-           "passing_rids", "rids_passing", "superseded_facts", "tag_counts_in_latest"]
+__all__ = ["any_passing", "entry_rows", "following_user_turns", "name_fact_values", "passing_rids", "rids_passing",
+           "superseded_fact_links", "supersession_chains", "tag_counts_in_latest"]
 
 
 async def rids_passing(c: Any, rids: Sequence[int], where_sql: str, params: Sequence[Any]) -> set[int]:
@@ -78,31 +78,55 @@ async def entry_rows(c: Any, rids: Sequence[int]) -> list[tuple]:
                             [[int(r) for r in rids]])
 
 
-async def superseded_facts(c: Any, owners: Mapping[str, str]) -> list[tuple[str, str]]:
-    """The active keyed facts another fact superseded, of these owners: ``(id, superseded_by)`` rows.
+_SUPERSEDED = "e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL AND e.status = 'active'"
+
+
+def _owners(owners: Mapping[str, str]) -> tuple[str, list[str]]:
+    """``(" AND e.user_id = %s ...", values)`` for an owner mapping; columns outside user_id, agent_id and
+    project_id raise ValueError (they are the pipeline's constants, never user input; checked all the same)."""
+    bad = set(owners) - {"user_id", "agent_id", "project_id"}
+    if bad:
+        raise ValueError(f"unknown owner columns {sorted(bad)}")
+    return "".join(f" AND e.{k} = %s" for k in owners), [str(v) for v in owners.values()]
+
+
+async def superseded_fact_links(c: Any, session_ids: Sequence[str],
+                                owners: Mapping[str, str]) -> list[tuple[str, str, str, int]]:
+    """The active keyed facts another fact superseded, of these owners, that a message of these sessions stated:
+    ``(fact id, superseded_by, session_id, message_seq)`` per session link of kind ``fact``.
 
     Args:
         c: a reader or an open ``PgWriter``.
+        session_ids: the sessions of the query's candidates (a few dozen), bound as one ``text[]``.
         owners: ``{column: value}`` with columns among ``user_id``, ``agent_id``, ``project_id`` (others raise
             ValueError); an empty mapping reads every owner's.
     """
-    bad = set(owners) - {"user_id", "agent_id", "project_id"}
-    if bad:  # column names are the pipeline's constants, never user input; checked all the same
-        raise ValueError(f"unknown owner columns {sorted(bad)}")
-    return await c.fetchall(
-        "SELECT e.id, e.superseded_by FROM entries e WHERE e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL "
-        "AND e.status = 'active' " + "".join(f"AND e.{k} = %s " for k in owners), [str(v) for v in owners.values()])
-
-
-async def fact_links(c: Any, fact_ids: Sequence[str]) -> list[tuple[str, str, int]]:
-    """The session links of kind ``fact`` of these entry ids: ``(entry_id, session_id, message_seq)`` rows, the
-    messages that stated each fact (one statement, the ids bound as one ``text[]``)."""
-    ids = [str(i) for i in fact_ids]
-    if not ids:
+    own, vals = _owners(owners)
+    if not session_ids:
         return []
     return await c.fetchall(
-        "SELECT l.entry_id, l.session_id, l.message_seq FROM session_memory_links l WHERE l.kind = 'fact' "
-        "AND l.entry_id = ANY(%s::text[])", [ids])
+        "SELECT e.id, e.superseded_by, l.session_id, l.message_seq FROM session_memory_links l "
+        "JOIN entries e ON e.id = l.entry_id WHERE l.session_id = ANY(%s::text[]) "
+        f"AND l.kind = 'fact' AND {_SUPERSEDED}{own}", [[str(s) for s in session_ids], *vals])
+
+
+async def supersession_chains(c: Any, fact_ids: Sequence[str], owners: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The supersession chains starting at these facts: ``(id, superseded_by)`` for each of ``fact_ids`` and each
+    fact it leads to through ``superseded_by`` while that fact is itself an active, superseded keyed fact of these
+    owners (one recursive statement; ``UNION`` stops at a cycle, which a damaged database could hold).
+
+    Args:
+        c: a reader or an open ``PgWriter``.
+        fact_ids: entry ids (those :func:`superseded_fact_links` gave). owners: as :func:`superseded_fact_links`.
+    """
+    own, vals = _owners(owners)
+    if not fact_ids:
+        return []
+    return await c.fetchall(
+        "WITH RECURSIVE chain(id, nxt) AS ("
+        f"SELECT e.id, e.superseded_by FROM entries e WHERE e.id = ANY(%s::text[]) AND {_SUPERSEDED}{own} "
+        f"UNION SELECT e.id, e.superseded_by FROM chain JOIN entries e ON e.id = chain.nxt WHERE {_SUPERSEDED}{own}) "
+        "SELECT id, nxt FROM chain", [[str(i) for i in fact_ids], *vals, *vals])
 
 
 async def following_user_turns(c: Any, sources: Sequence[int], where_sql: str,

@@ -61,7 +61,7 @@ async def test_entry_rows_read_back_unicode_and_quotes(store):
     assert d["confidence"] == 1.0 and isinstance(d["confidence"], float)
 
 
-async def test_superseded_facts_and_their_links(store):
+async def test_superseded_fact_links_of_the_candidate_sessions(store):
     ops = store.ops.retrieval
     await add_entry(store, id="new", fact_key="city", user_id="u1")
     await add_entry(store, id="old1", fact_key="city", superseded_by="new", user_id="u1", agent_id="a'1")
@@ -69,19 +69,38 @@ async def test_superseded_facts_and_their_links(store):
     await add_entry(store, id="old3", fact_key="city", superseded_by="new", user_id="u2")
     await add_entry(store, id="gone", fact_key="city", superseded_by="new", user_id="u1", status="archived")
     await add_entry(store, id="nokey", superseded_by="new", user_id="u1")
-    assert sorted(await ops.superseded_facts(store, {"user_id": "u1"})) == [("old1", "new"), ("old2", "new")]
-    assert await ops.superseded_facts(store, {"user_id": "u1", "agent_id": "a'1"}) == [("old1", "new")]
-    assert sorted(await ops.superseded_facts(store, {})) == [("old1", "new"), ("old2", "new"), ("old3", "new")]
-    assert await ops.superseded_facts(store, {"user_id": "nobody"}) == []
+    await add_entry(store, id="ü'%", fact_key="k", superseded_by="new", user_id="u1")
+    for sid, eid, kind, seq in [("s1", "old1", "fact", 3), ("s2", "old1", "fact", 7), ("s1", "old2", "turn", 4),
+                                ("s1", "old3", "fact", 5), ("s1", "gone", "fact", 6), ("s1", "nokey", "fact", 8),
+                                ("s1", "new", "fact", 9), ("s'3", "ü'%", "fact", 1), ("s4", "old2", "fact", 2)]:
+        await link(store, sid, eid, kind, seq)
+    got = sorted(await ops.superseded_fact_links(store, ["s1", "s'3", "missing"], {"user_id": "u1"}))
+    # not old2's turn link, not u2's fact, not an archived or unkeyed or current fact, not session s2 or s4
+    assert got == [("old1", "new", "s1", 3), ("ü'%", "new", "s'3", 1)]
+    assert sorted(await ops.superseded_fact_links(store, ["s1", "s2"], {"user_id": "u1", "agent_id": "a'1"})) == \
+        [("old1", "new", "s1", 3), ("old1", "new", "s2", 7)]
+    assert sorted(await ops.superseded_fact_links(store, ["s1"], {})) == [("old1", "new", "s1", 3),
+                                                                          ("old3", "new", "s1", 5)]
+    assert await ops.superseded_fact_links(store, [], {"user_id": "u1"}) == []
     with pytest.raises(ValueError):
-        await ops.superseded_facts(store, {"scope; --": "x"})
-    await link(store, "s1", "old1", "fact", 3)
-    await link(store, "s2", "old1", "fact", 7)
-    await link(store, "s1", "old2", "turn", 4)  # not a fact link
-    await link(store, "s'3", "ü'%", "fact", 1)
-    got = sorted(await ops.fact_links(store, ["old1", "old2", "ü'%", "missing"]))
-    assert got == [("old1", "s1", 3), ("old1", "s2", 7), ("ü'%", "s'3", 1)]
-    assert await ops.fact_links(store, []) == []
+        await ops.superseded_fact_links(store, ["s1"], {"scope; --": "x"})
+
+
+async def test_supersession_chains_follow_superseded_by_within_the_owners(store):
+    ops = store.ops.retrieval
+    await add_entry(store, id="a", fact_key="city", superseded_by="b", user_id="u1")
+    await add_entry(store, id="b", fact_key="city", superseded_by="c", user_id="u1")
+    await add_entry(store, id="c", fact_key="city", superseded_by="d", user_id="u2")  # another owner: chain ends
+    await add_entry(store, id="d", fact_key="city", user_id="u2")
+    await add_entry(store, id="x", fact_key="pet", superseded_by="y", user_id="u1")  # a damaged cycle
+    await add_entry(store, id="y", fact_key="pet", superseded_by="x", user_id="u1")
+    assert sorted(await ops.supersession_chains(store, ["a"], {"user_id": "u1"})) == [("a", "b"), ("b", "c")]
+    assert sorted(await ops.supersession_chains(store, ["a"], {})) == [("a", "b"), ("b", "c"), ("c", "d")]
+    assert sorted(await ops.supersession_chains(store, ["x", "nope"], {"user_id": "u1"})) == [("x", "y"), ("y", "x")]
+    assert await ops.supersession_chains(store, ["d"], {}) == []  # current, not superseded
+    assert await ops.supersession_chains(store, [], {}) == []
+    with pytest.raises(ValueError):
+        await ops.supersession_chains(store, ["a"], {"user_id); --": "x"})
 
 
 async def test_following_user_turns(store):
