@@ -71,7 +71,7 @@ def build_embedder(settings: Any) -> Any:
     return create_embedder(settings.embedder)
 
 
-_SERVER: dict[str, Any] = {"url": None, "made": {}}  # --db: the PostgreSQL server the run's databases go to
+_SERVER: dict[str, Any] = {"url": None, "made": {}, "reuse": False}  # --db: the server the run's databases go to
 
 
 def add_db_arg(p: Any) -> None:
@@ -81,14 +81,16 @@ def add_db_arg(p: Any) -> None:
                         "server of this postgresql:// URL, named ab_<name>; default: SQLite files in --workdir")
 
 
-def use_server(url: str | None) -> None:
-    """Send the run's databases to the PostgreSQL server at ``url`` (None: SQLite files)."""
+def use_server(url: str | None, *, reuse: bool = False) -> None:
+    """Send the run's databases to the PostgreSQL server at ``url`` (None: SQLite files); with ``reuse``, a
+    database an earlier run left there is opened as it is (as a rerun in one ``--workdir`` reopens its files)
+    instead of being dropped and created empty."""
     if url is not None:
         from agentbase.storage.postgres.connection import is_postgres_url
 
         if not is_postgres_url(url):
             raise SystemExit(f"--db must be a postgresql:// URL, got {url!r}")
-    _SERVER["url"], _SERVER["made"] = url, {}
+    _SERVER["url"], _SERVER["made"], _SERVER["reuse"] = url, {}, reuse
 
 
 def on_server() -> bool:
@@ -98,7 +100,8 @@ def on_server() -> bool:
 
 def target(path: Path) -> Any:
     """What to open for the run's database ``path``: the path, or with ``--db`` the URL of a database named after
-    it, created empty the first time the run names it (reopening the path reaches the same database)."""
+    it, created empty the first time the run names it unless ``use_server(reuse=True)`` and it exists (reopening
+    the path reaches the same database)."""
     url = _SERVER["url"]
     if url is None:
         return path
@@ -110,8 +113,10 @@ def target(path: Path) -> Any:
 
         name = "ab_" + re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())[:50]
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{name}"')
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            if not (exists and _SERVER["reuse"]):
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                conn.execute(f'CREATE DATABASE "{name}"')
         made[str(path)] = with_database(url, name)
     return made[str(path)]
 

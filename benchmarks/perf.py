@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import secrets
 import shutil
 import sys
 import tempfile
@@ -71,6 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="start the find() database from this AgentBase SQLite file (copied; with --db, copied into "
                         "PostgreSQL by agentbase migrate, then its HNSW index rebuilt and timed), so both engines "
                         "are measured on the same rows; filling goes on from there up to each size")
+    p.add_argument("--reuse-db", action="store_true",
+                   help="with --db: measure on the databases an earlier run left on the server (filled on up to "
+                        "each size) instead of dropping them, as a rerun with the same --workdir reuses its files")
     p.add_argument("--workdir", default=None)
     p.add_argument("--out", default=None, help="JSON output (a .md with the tables next to it)")
     p.add_argument("--seed", type=int, default=7)
@@ -327,7 +331,9 @@ async def part_find(args: argparse.Namespace, settings: Any, embedder: Any, work
     if args.fill_from:
         out["fill_from"] = await seed_from(Path(args.fill_from), path, emb, fill_settings)
         console.print(f"  seeded from {args.fill_from}: {out['fill_from']}")
-        n_sess = 10_000_000  # new sessions of the fill must not reuse the copied ones' ids
+    prefix = "f"
+    if args.fill_from or args.reuse_db or path.exists():  # the fill's new sessions must not take existing ids
+        prefix = f"f-{secrets.token_hex(4)}"
     for size in sizes:
         db = open_agentbase(path, fill_settings, emb)
         await db.initialize()
@@ -335,7 +341,7 @@ async def part_find(args: argparse.Namespace, settings: Any, embedder: Any, work
         last = time.perf_counter()
         while (await db.stats())["entries_total"] < size:
             for _ in range(25):
-                sid = f"f-{n_sess}"
+                sid = f"{prefix}-{n_sess}"
                 n_sess += 1
                 await db.create_session(session_id=sid, user_id="perf")
                 await db.add_messages(sid, gen.session(args.session_size))
@@ -383,7 +389,7 @@ async def part_find(args: argparse.Namespace, settings: Any, embedder: Any, work
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    use_server(getattr(args, "db", None))
+    use_server(getattr(args, "db", None), reuse=args.reuse_db)
     settings = build_settings(args.config, args.embedder, args.model_path)
     embedder = build_embedder(settings)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-perf-"))
