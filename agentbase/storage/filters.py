@@ -12,13 +12,13 @@ constants) are written into the text.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..timeutil import to_db_time
 
-__all__ = ["FilterSQL", "visibility", "where"]
+__all__ = ["FilterSQL", "owners_equal", "visibility", "where"]
 
 # (scope, owner column): an entry of that scope is visible to a viewer with the same owner id.
 _SCOPED = (("agent", "agent_id"), ("project", "project_id"), ("session", "session_id"))
@@ -155,3 +155,18 @@ def where(f: Any, alias: str, sql: FilterSQL) -> tuple[str, list[Any]]:
         clauses.append(text)
         params.extend(viewer_params)
     return sql.all_of(clauses), params
+
+
+def owners_equal(owners: Mapping[str, str], alias: str, mark: str) -> tuple[str, list[str]]:
+    """``(" AND <alias>.user_id = <mark> ...", values)``: the conditions that ``owners`` (``{column: value}``, with
+    columns among ``user_id``, ``agent_id``, ``project_id``) hold, each value bound with the engine's placeholder
+    ``mark`` (``?`` or ``%s``); an empty mapping gives ``("", [])``.
+
+    Raises:
+        ValueError: another column is named (the callers pass the pipeline's constants, never user input; checked
+            all the same, as the name is written into the SQL text).
+    """
+    bad = set(owners) - {"user_id", "agent_id", "project_id"}
+    if bad:
+        raise ValueError(f"unknown owner columns {sorted(bad)}")
+    return "".join(f" AND {alias}.{k} = {mark}" for k in owners), [str(v) for v in owners.values()]

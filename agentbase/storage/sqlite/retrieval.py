@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..entries import entry_columns
+from ..filters import owners_equal
 
 _CHUNK = 500  # bound parameters per IN list
 
@@ -60,15 +61,6 @@ async def entry_rows(c: Any, rids: Sequence[int]) -> list[tuple]:
 _SUPERSEDED = "e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL AND e.status = 'active'"
 
 
-def _owners(owners: Mapping[str, str]) -> tuple[str, list[str]]:
-    """``(" AND e.user_id = ? ...", values)`` for an owner mapping; columns outside user_id, agent_id and
-    project_id raise ValueError (they are the pipeline's constants, never user input; checked all the same)."""
-    bad = set(owners) - {"user_id", "agent_id", "project_id"}
-    if bad:
-        raise ValueError(f"unknown owner columns {sorted(bad)}")
-    return "".join(f" AND e.{k} = ?" for k in owners), [str(v) for v in owners.values()]
-
-
 async def superseded_fact_links(c: Any, session_ids: Sequence[str],
                                 owners: Mapping[str, str]) -> list[tuple[str, str, str, int]]:
     """The active keyed facts another fact superseded, of these owners, that a message of these sessions stated:
@@ -80,7 +72,7 @@ async def superseded_fact_links(c: Any, session_ids: Sequence[str],
         owners: ``{column: value}`` with columns among ``user_id``, ``agent_id``, ``project_id`` (others raise
             ValueError); an empty mapping reads every owner's.
     """
-    own, vals = _owners(owners)
+    own, vals = owners_equal(owners, "e", "?")
     if not session_ids:
         return []
     return await c.fetchall(
@@ -98,7 +90,7 @@ async def supersession_chains(c: Any, fact_ids: Sequence[str], owners: Mapping[s
         c: a reader or an open ``Writer``.
         fact_ids: entry ids (those :func:`superseded_fact_links` gave). owners: as :func:`superseded_fact_links`.
     """
-    own, vals = _owners(owners)
+    own, vals = owners_equal(owners, "e", "?")
     if not fact_ids:
         return []
     return await c.fetchall(
