@@ -92,13 +92,14 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
 
     "Where does Maya live?" found "Hi! I live in Toronto ..." (and its session's summary, "Facts: User lives in
     Toronto") above "User just moved to Vancouver last week": the fact was superseded, the texts that stated it
-    were not. A text is demoted when the fact now holding the value (the end of the fact's supersession chain)
-    is a candidate scoring at least half its score, so the query is about that value; a summary also lists its
-    own session's facts, so one whose session states the new value is left alone. The sources are the fact's
-    session links (the message that stated it, and any that stated it again). Only the candidates' sessions are
-    read (their fact links, then those facts' supersession chains), so the cost follows the candidates, not the
-    owner's history: reading every superseded fact of the owner took 107 ms per find() at 1M entries (6,140 such
-    facts, 8,789 links; ``python -m benchmarks.perf --sizes 1000000``)."""
+    were not. A text is demoted when the fact now holding the value (the active, not superseded fact of the
+    same key and user) is a candidate scoring at least half its score, so the query is about that value; a
+    summary also lists its own session's facts, so one whose session states the new value is left alone. The
+    sources are the superseded fact's session links (the message that stated it, and any that stated it again).
+    Only the candidates' sessions and the candidate facts are read, so the cost follows the candidates, not the
+    owner's history: reading every superseded fact of the owner and walking their ``superseded_by`` chains took
+    107 ms (SQLite) and 128 ms (PostgreSQL) per find() at 1M entries (6,140 such facts, 8,789 links, chains of
+    hundreds; ``python -m benchmarks.perf --sizes 1000000``)."""
     turns = {(c["entry"].session_id, c["entry"].message_seq()): c for c in cands.values()
              if c["entry"].category == "turn"}
     summaries = {c["entry"].session_id: c for c in cands.values() if c["entry"].category == "summary"}
@@ -109,19 +110,18 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     links = await db.ops.retrieval.superseded_fact_links(db, sessions, owners)
     if not links:
         return 0
-    old = dict(await db.ops.retrieval.supersession_chains(db, sorted({fid for fid, *_ in links}), owners))
-    by_id = {c["entry"].id: c for c in cands.values()}
-
-    def current(fid: str) -> str:  # the end of the chain: the fact holding the key's value now
-        seen, newer = {fid}, old[fid]
-        while newer in old and newer not in seen:  # (a cycle cannot be written; a damaged file stops here)
-            seen.add(newer)
-            newer = old[newer]
-        return newer
-
+    # the fact holding each key's value now, where it is a candidate (the best-scoring one, should a damaged
+    # file hold two)
+    by_rid = {rid: c for rid, c in cands.items() if c["entry"].category not in ("turn", "summary")}
+    now_of: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for rid, key, user_id in await db.ops.retrieval.current_fact_keys(db, sorted(by_rid)):
+        c = by_rid[rid]
+        k = (key, user_id)
+        if k not in now_of or c["score"] > now_of[k]["score"]:
+            now_of[k] = c
     stale: dict[int, dict[str, Any]] = {}
-    for fid, _, sid, seq in links:
-        now = by_id.get(current(fid))
+    for _, key, user_id, sid, seq in links:
+        now = now_of.get((key, user_id))
         if now is None:
             continue
         for c in (turns.get((sid, seq)), summaries.get(sid)):

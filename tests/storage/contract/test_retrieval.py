@@ -76,31 +76,26 @@ async def test_superseded_fact_links_of_the_candidate_sessions(store):
         await link(store, sid, eid, kind, seq)
     got = sorted(await ops.superseded_fact_links(store, ["s1", "s'3", "missing"], {"user_id": "u1"}))
     # not old2's turn link, not u2's fact, not an archived or unkeyed or current fact, not session s2 or s4
-    assert got == [("old1", "new", "s1", 3), ("ü'%", "new", "s'3", 1)]
+    assert got == [("old1", "city", "u1", "s1", 3), ("ü'%", "k", "u1", "s'3", 1)]
     assert sorted(await ops.superseded_fact_links(store, ["s1", "s2"], {"user_id": "u1", "agent_id": "a'1"})) == \
-        [("old1", "new", "s1", 3), ("old1", "new", "s2", 7)]
-    assert sorted(await ops.superseded_fact_links(store, ["s1"], {})) == [("old1", "new", "s1", 3),
-                                                                          ("old3", "new", "s1", 5)]
+        [("old1", "city", "u1", "s1", 3), ("old1", "city", "u1", "s2", 7)]
+    assert sorted(await ops.superseded_fact_links(store, ["s1"], {})) == [("old1", "city", "u1", "s1", 3),
+                                                                          ("old3", "city", "u2", "s1", 5)]
     assert await ops.superseded_fact_links(store, [], {"user_id": "u1"}) == []
     with pytest.raises(ValueError):
         await ops.superseded_fact_links(store, ["s1"], {"scope; --": "x"})
 
 
-async def test_supersession_chains_follow_superseded_by_within_the_owners(store):
+async def test_current_fact_keys_of_candidate_rids(store):
     ops = store.ops.retrieval
-    await add_entry(store, id="a", fact_key="city", superseded_by="b", user_id="u1")
-    await add_entry(store, id="b", fact_key="city", superseded_by="c", user_id="u1")
-    await add_entry(store, id="c", fact_key="city", superseded_by="d", user_id="u2")  # another owner: chain ends
-    await add_entry(store, id="d", fact_key="city", user_id="u2")
-    await add_entry(store, id="x", fact_key="pet", superseded_by="y", user_id="u1")  # a damaged cycle
-    await add_entry(store, id="y", fact_key="pet", superseded_by="x", user_id="u1")
-    assert sorted(await ops.supersession_chains(store, ["a"], {"user_id": "u1"})) == [("a", "b"), ("b", "c")]
-    assert sorted(await ops.supersession_chains(store, ["a"], {})) == [("a", "b"), ("b", "c"), ("c", "d")]
-    assert sorted(await ops.supersession_chains(store, ["x", "nope"], {"user_id": "u1"})) == [("x", "y"), ("y", "x")]
-    assert await ops.supersession_chains(store, ["d"], {}) == []  # current, not superseded
-    assert await ops.supersession_chains(store, [], {}) == []
-    with pytest.raises(ValueError):
-        await ops.supersession_chains(store, ["a"], {"user_id); --": "x"})
+    now, _ = await add_entry(store, id="now", fact_key="maya|city", user_id="u1")
+    old, _ = await add_entry(store, id="old", fact_key="maya|city", superseded_by="now", user_id="u1")
+    gone, _ = await add_entry(store, id="gone", fact_key="maya|pet", user_id="u1", status="archived")
+    plain, _ = await add_entry(store, id="plain", user_id="u1")
+    other, _ = await add_entry(store, id="o'1", fact_key="ü'%|k", user_id=None)
+    got = sorted(await ops.current_fact_keys(store, [now, old, gone, plain, other, 10**9]))
+    assert got == sorted([(now, "maya|city", "u1"), (other, "ü'%|k", None)])
+    assert await ops.current_fact_keys(store, []) == []
 
 
 async def test_following_user_turns(store):
