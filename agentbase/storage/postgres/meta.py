@@ -104,7 +104,8 @@ async def rebuild_keyword_index(conn: Any, texts: Sequence[tuple[int, str]]) -> 
 
 async def counts(c: Any) -> dict[str, Any]:
     """What ``stats()`` counts: ``{"schema_version": int, "vector_dims": int or None, "entries": {context_type:
-    n}, "sessions", "messages", "embeddings" (stored vectors), "traces": n}``, every count a Python int."""
+    n}, "sessions", "messages", "embeddings" (stored vectors), "traces": n, "size_bytes": the database's size on
+    disk (``pg_database_size``)}``, every count a Python int."""
     async def scalar(sql: str) -> Any:
         row = await c.fetchone(sql)
         return row[0] if row else None
@@ -121,4 +122,5 @@ async def counts(c: Any) -> dict[str, Any]:
         "messages": int(await scalar("SELECT COUNT(*) FROM messages")),
         "embeddings": int(await scalar("SELECT COUNT(*) FROM embeddings")),
         "traces": int(await scalar("SELECT COUNT(*) FROM retrieval_traces")),
+        "size_bytes": int(await scalar("SELECT pg_database_size(current_database())")),
     }

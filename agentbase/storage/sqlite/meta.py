@@ -68,7 +68,8 @@ async def rebuild_keyword_index(conn: Any, texts: Sequence[tuple[int, str]]) -> 
 
 async def counts(c: Any) -> dict[str, Any]:
     """What ``stats()`` counts: ``{"schema_version": int, "vector_dims": int or None, "entries": {context_type:
-    n}, "sessions", "messages", "embeddings" (cached vectors), "traces": n}``."""
+    n}, "sessions", "messages", "embeddings" (cached vectors), "traces": n, "size_bytes": the database's pages
+    (``page_count x page_size``; the file, its WAL aside)}``."""
     async def scalar(sql: str) -> Any:
         row = await c.fetchone(sql)
         return row[0] if row else None
@@ -80,5 +81,6 @@ async def counts(c: Any) -> dict[str, Any]:
         "messages": await scalar("SELECT COUNT(*) FROM messages"),
         "embeddings": await scalar("SELECT COUNT(*) FROM embeddings"),
         "traces": await scalar("SELECT COUNT(*) FROM retrieval_traces"),
+        "size_bytes": await scalar("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"),
     }
 

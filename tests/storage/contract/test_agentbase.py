@@ -22,6 +22,7 @@ async def test_entries_round_trip_with_history(ab):
     dup_a = await ab.add_memory("I like pizza", user_id="alice")
     dup_b = await ab.add_memory("  i like PIZZA ", user_id="alice")
     assert dup_a.id == dup_b.id and await ab.count(user_id="alice") == 1
+    assert (await ab.stats())["size_bytes"] > 0  # the file's size, or the PostgreSQL database's
 
 
 async def test_find_ranks_the_relevant_memory_first_in_every_mode(ab):

@@ -96,6 +96,7 @@ async def test_vector_index_exists_and_reset(store):
 
 async def test_counts(store):
     empty = await store.ops.meta.counts(store)
+    assert type(empty.pop("size_bytes")) is int  # the database's size on disk: the schema's pages at least
     assert empty == {"entries": {}, "schema_version": SCHEMA_VERSION, "vector_dims": None, "sessions": 0,
                      "messages": 0, "embeddings": 0, "traces": 0}
     await insert(store, entry("a"), entry("b"), entry("r", context_type="resource"))
@@ -108,6 +109,7 @@ async def test_counts(store):
                                    "VALUES ('t1', 'q', ?, 1.5)"), (T1,))
         await c.ops.meta.record_vector_model(c, 384, "m")
     got = await store.ops.meta.counts(store)
+    assert got.pop("size_bytes") > 0
     assert got == {"entries": {"memory": 2, "resource": 1}, "schema_version": SCHEMA_VERSION, "vector_dims": 384,
                    "sessions": 2, "messages": 1, "embeddings": 0, "traces": 1}
     assert all(type(v) is int for k, v in got.items() if k != "entries")
