@@ -158,9 +158,10 @@ class VectorMatrix:
         if not self._warned:
             self._warned = True
             need = -(-count * dims * 4 // (1024 * 1024))
-            log.warning("%d stored %d-d vectors need %d MiB, more than storage.vector_cache_mb (%d MiB): vector KNN "
-                        "runs in sqlite-vec on disk, about 60x slower (1.4 s against 23 ms at 530k vectors, docs/benchmarks.md); "
-                        "raise storage.vector_cache_mb above %d to keep the in-process matrix",
+            log.warning("%d stored %d-d vectors need %d MiB, more than storage.vector_cache_mb (%d MiB): "
+                        "vector KNN runs in sqlite-vec on disk, about 60x slower (1.4 s against 23 ms at 530k "
+                        "vectors, docs/benchmarks.md); raise storage.vector_cache_mb above %d to keep the "
+                        "in-process matrix",
                         count, dims, need, self.max_bytes // (1024 * 1024), need)
 
     def _clear(self, *, too_big: bool) -> None:
