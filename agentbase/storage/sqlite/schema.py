@@ -362,10 +362,11 @@ CREATE TABLE checkpoint_writes (
 """
 
 # v11: a partial index of the superseded keyed facts, for the read of every superseded fact of an owner that find()
-# made on each query (74 ms of one user's 100k entries without it, 1.9 ms with it). find() now reads only the
-# candidates' sessions' fact links (retrieval.superseded_fact_links: that read still grew to 107 ms at 1M entries),
-# so no statement needs the index any more; it holds only superseded facts (few rows) and is kept, as dropping it
-# would be a schema version of its own. The PostgreSQL engine's v11 adds the same index and its keyword_terms table
+# made on each query (74 ms of one user's 100k entries without it, 1.9 ms with it; with it still 107 ms at 1M).
+# find() now reads only the candidates' sessions' fact links (retrieval.superseded_fact_links), so no statement
+# needs the index any more (both engines' planners even preferred it to a better plan, which those statements now
+# pin); it holds only the superseded facts (0.6 % of the rows at 1M) and is kept, as dropping it would be a schema
+# version of its own. The PostgreSQL engine's v11 adds the same index and its keyword_terms table
 # (storage/postgres/schema.py).
 _V11 = """
 CREATE INDEX ix_entries_superseded_facts ON entries(user_id) WHERE fact_key IS NOT NULL AND superseded_by IS NOT NULL;
