@@ -93,7 +93,7 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     "Where does Maya live?" found "Hi! I live in Toronto ..." (and its session's summary, "Facts: User lives in
     Toronto") above "User just moved to Vancouver last week": the fact was superseded, the texts that stated it
     were not. A text is demoted when the fact now holding the value (the active, not superseded fact of the
-    same key and user) is a candidate scoring at least half its score, so the query is about that value; a
+    same key and owners: user, agent, project) is a candidate scoring at least half its score, so the query is about that value; a
     summary also lists its own session's facts, so one whose session states the new value is left alone. The
     sources are the superseded fact's session links (the message that stated it, and any that stated it again).
     Only the candidates' sessions and the candidate facts are read, so the cost follows the candidates, not the
@@ -113,15 +113,16 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     # the fact holding each key's value now, where it is a candidate (the best-scoring one, should a damaged
     # file hold two)
     by_rid = {rid: c for rid, c in cands.items() if c["entry"].category not in ("turn", "summary")}
-    now_of: dict[tuple[str, str | None], dict[str, Any]] = {}
-    for rid, key, user_id in await db.ops.retrieval.current_fact_keys(db, sorted(by_rid)):
+    # keyed by (fact_key, user_id, agent_id, project_id): a fact supersedes only its own owners' facts
+    now_of: dict[tuple, dict[str, Any]] = {}
+    for rid, *key in await db.ops.retrieval.current_fact_keys(db, sorted(by_rid)):
         c = by_rid[rid]
-        k = (key, user_id)
+        k = tuple(key)
         if k not in now_of or c["score"] > now_of[k]["score"]:
             now_of[k] = c
     stale: dict[int, dict[str, Any]] = {}
-    for _, key, user_id, sid, seq in links:
-        now = now_of.get((key, user_id))
+    for _, *key, sid, seq in links:
+        now = now_of.get(tuple(key))
         if now is None:
             continue
         for c in (turns.get((sid, seq)), summaries.get(sid)):

@@ -224,6 +224,26 @@ async def test_a_turn_whose_value_was_replaced_ranks_below_the_new_value(db):
     assert all("superseded_source" not in r.score_parts for r in flat)
 
 
+async def test_another_agents_current_fact_does_not_demote_a_turn(db):
+    """Facts supersede within their owners (user, agent, project): agent A's Oslo -> Bergen move must not let agent
+    B's current "lives in Oslo" fact demote agent A's Oslo turn (a helper's finding: the demotion matched the new
+    fact on key and user only)."""
+    async def say(agent: str, text: str, day: int) -> None:
+        s = await db.create_session(user_id="zed", agent_id=agent)
+        await db.add_messages(s.id, [{"role": "user", "content": text, "created_at": f"2026-01-{day:02d}T10:00:00Z"}])
+        await db.commit_session(s.id)
+
+    await say("A", "I live in Oslo.", 1)
+    await say("A", "We just moved to Bergen.", 6)
+    await say("B", "I live in Oslo.", 2)
+    res = await db.find("Oslo", user_id="zed", top_k=8, mode="fts")
+    a_turn = [r for r in res if r.entry.category == "turn" and r.entry.agent_id == "A" and "Oslo" in r.text]
+    assert a_turn and all("superseded_source" not in r.score_parts for r in a_turn)
+    moved = await db.find("Where does zed live? Bergen", user_id="zed", agent_id="A", top_k=8, mode="fts")
+    stale = [r for r in moved if r.entry.category == "turn" and "Oslo" in r.text]
+    assert stale and all(r.score_parts.get("superseded_source") == 0.6 for r in stale)  # its own agent's move
+
+
 async def test_a_fact_and_the_turn_it_was_read_from_come_back_once(db):
     """One statement came back as its turn and as its fact (and filled two of three LangChain long-term slots,
     a new-user helper's finding): with collapse_sources on, a fact after its source turn is skipped and named

@@ -83,9 +83,10 @@ _SUPERSEDED = "e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL AND e.stat
 
 
 async def superseded_fact_links(c: Any, session_ids: Sequence[str],
-                                owners: Mapping[str, str]) -> list[tuple[str, str, str | None, str, int]]:
+                                owners: Mapping[str, str]) -> list[tuple]:
     """The active keyed facts another fact superseded, of these owners, that a message of these sessions stated:
-    ``(fact id, fact_key, user_id, session_id, message_seq)`` per session link of kind ``fact``.
+    ``(fact id, fact_key, user_id, agent_id, project_id, session_id, message_seq)`` per session link of kind
+    ``fact``.
 
     Args:
         c: a reader or an open ``PgWriter``.
@@ -100,15 +101,16 @@ async def superseded_fact_links(c: Any, session_ids: Sequence[str],
     # being flattened into a join that the planner drove from every superseded fact of the owner (the partial
     # index ix_entries_superseded_facts: 48 ms at 1M entries, 20 ms this way).
     return await c.fetchall(
-        "SELECT f.id, f.fact_key, f.user_id, l.session_id, l.message_seq FROM session_memory_links l "
-        "CROSS JOIN LATERAL (SELECT e.id, e.fact_key, e.user_id FROM entries e WHERE e.id = l.entry_id "
+        "SELECT f.id, f.fact_key, f.user_id, f.agent_id, f.project_id, l.session_id, l.message_seq "
+        "FROM session_memory_links l CROSS JOIN LATERAL (SELECT e.id, e.fact_key, e.user_id, e.agent_id, "
+        "e.project_id FROM entries e WHERE e.id = l.entry_id "
         f"AND {_SUPERSEDED}{own} OFFSET 0) f WHERE l.session_id = ANY(%s::text[]) AND l.kind = 'fact'",
         [*vals, [str(s) for s in session_ids]])
 
 
-async def current_fact_keys(c: Any, rids: Sequence[int]) -> list[tuple[int, str, str | None]]:
+async def current_fact_keys(c: Any, rids: Sequence[int]) -> list[tuple]:
     """Which of ``rids`` are keyed facts holding their key's value now (active, not superseded): ``(rid,
-    fact_key, user_id)`` rows.
+    fact_key, user_id, agent_id, project_id)`` rows.
 
     Args:
         c: a reader or an open ``PgWriter``. rids: entry rids (the query's candidates), bound as one array.
@@ -116,9 +118,10 @@ async def current_fact_keys(c: Any, rids: Sequence[int]) -> list[tuple[int, str,
     if not rids:
         return []
     rows = await c.fetchall(
-        "SELECT e.rid, e.fact_key, e.user_id FROM entries e WHERE e.rid = ANY(%s::bigint[]) "
+        "SELECT e.rid, e.fact_key, e.user_id, e.agent_id, e.project_id FROM entries e "
+        "WHERE e.rid = ANY(%s::bigint[]) "
         "AND e.fact_key IS NOT NULL AND e.superseded_by IS NULL AND e.status = 'active'", [[int(r) for r in rids]])
-    return [(int(r), str(k), u) for r, k, u in rows]
+    return [(int(r), str(k), *owners) for r, k, *owners in rows]
 
 
 async def following_user_turns(c: Any, sources: Sequence[int], where_sql: str,

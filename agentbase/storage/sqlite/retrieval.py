@@ -62,9 +62,10 @@ _SUPERSEDED = "e.fact_key IS NOT NULL AND e.superseded_by IS NOT NULL AND e.stat
 
 
 async def superseded_fact_links(c: Any, session_ids: Sequence[str],
-                                owners: Mapping[str, str]) -> list[tuple[str, str, str | None, str, int]]:
+                                owners: Mapping[str, str]) -> list[tuple]:
     """The active keyed facts another fact superseded, of these owners, that a message of these sessions stated:
-    ``(fact id, fact_key, user_id, session_id, message_seq)`` per session link of kind ``fact``.
+    ``(fact id, fact_key, user_id, agent_id, project_id, session_id, message_seq)`` per session link of kind
+    ``fact``.
 
     Args:
         c: a reader or an open ``Writer``.
@@ -79,26 +80,28 @@ async def superseded_fact_links(c: Any, session_ids: Sequence[str],
     # their entries. Left to itself SQLite started from the owner's superseded facts (ix_entries_superseded_facts,
     # every one of them: 340 ms at 1M entries) and looked each one's links up; this way 28 ms cold.
     return await c.fetchall(
-        "SELECT e.id, e.fact_key, e.user_id, l.session_id, l.message_seq FROM json_each(?) j "
+        "SELECT e.id, e.fact_key, e.user_id, e.agent_id, e.project_id, l.session_id, l.message_seq "
+        "FROM json_each(?) j "
         "CROSS JOIN session_memory_links l ON l.session_id = j.value CROSS JOIN entries e ON e.id = l.entry_id "
         f"WHERE l.kind = 'fact' AND {_SUPERSEDED}{own}", [json.dumps([str(s) for s in session_ids]), *vals])
 
 
-async def current_fact_keys(c: Any, rids: Sequence[int]) -> list[tuple[int, str, str | None]]:
+async def current_fact_keys(c: Any, rids: Sequence[int]) -> list[tuple]:
     """Which of ``rids`` are keyed facts holding their key's value now (active, not superseded): ``(rid,
-    fact_key, user_id)`` rows (checked in chunks of 500 rids).
+    fact_key, user_id, agent_id, project_id)`` rows (checked in chunks of 500 rids).
 
     Args:
         c: a reader or an open ``Writer``. rids: entry rids (the query's candidates).
     """
-    out: list[tuple[int, str, str | None]] = []
+    out: list[tuple] = []
     rids = [int(r) for r in rids]
     for i in range(0, len(rids), _CHUNK):
         part = rids[i:i + _CHUNK]
         out += await c.fetchall(
-            f"SELECT e.rid, e.fact_key, e.user_id FROM entries e WHERE e.rid IN ({','.join('?' * len(part))}) "
+            "SELECT e.rid, e.fact_key, e.user_id, e.agent_id, e.project_id FROM entries e "
+            f"WHERE e.rid IN ({','.join('?' * len(part))}) "
             "AND e.fact_key IS NOT NULL AND e.superseded_by IS NULL AND e.status = 'active'", part)
-    return [(int(r), str(k), u) for r, k, u in out]
+    return [(int(r), str(k), *owners) for r, k, *owners in out]
 
 
 async def following_user_turns(c: Any, sources: Sequence[int], where_sql: str,

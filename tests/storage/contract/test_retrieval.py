@@ -76,11 +76,11 @@ async def test_superseded_fact_links_of_the_candidate_sessions(store):
         await link(store, sid, eid, kind, seq)
     got = sorted(await ops.superseded_fact_links(store, ["s1", "s'3", "missing"], {"user_id": "u1"}))
     # not old2's turn link, not u2's fact, not an archived or unkeyed or current fact, not session s2 or s4
-    assert got == [("old1", "city", "u1", "s1", 3), ("ü'%", "k", "u1", "s'3", 1)]
+    assert got == [("old1", "city", "u1", "a'1", None, "s1", 3), ("ü'%", "k", "u1", None, None, "s'3", 1)]
     assert sorted(await ops.superseded_fact_links(store, ["s1", "s2"], {"user_id": "u1", "agent_id": "a'1"})) == \
-        [("old1", "city", "u1", "s1", 3), ("old1", "city", "u1", "s2", 7)]
-    assert sorted(await ops.superseded_fact_links(store, ["s1"], {})) == [("old1", "city", "u1", "s1", 3),
-                                                                          ("old3", "city", "u2", "s1", 5)]
+        [("old1", "city", "u1", "a'1", None, "s1", 3), ("old1", "city", "u1", "a'1", None, "s2", 7)]
+    assert sorted(await ops.superseded_fact_links(store, ["s1"], {})) == [
+        ("old1", "city", "u1", "a'1", None, "s1", 3), ("old3", "city", "u2", None, None, "s1", 5)]
     assert await ops.superseded_fact_links(store, [], {"user_id": "u1"}) == []
     with pytest.raises(ValueError):
         await ops.superseded_fact_links(store, ["s1"], {"scope; --": "x"})
@@ -92,9 +92,9 @@ async def test_current_fact_keys_of_candidate_rids(store):
     old, _ = await add_entry(store, id="old", fact_key="maya|city", superseded_by="now", user_id="u1")
     gone, _ = await add_entry(store, id="gone", fact_key="maya|pet", user_id="u1", status="archived")
     plain, _ = await add_entry(store, id="plain", user_id="u1")
-    other, _ = await add_entry(store, id="o'1", fact_key="ü'%|k", user_id=None)
-    got = sorted(await ops.current_fact_keys(store, [now, old, gone, plain, other, 10**9]))
-    assert got == sorted([(now, "maya|city", "u1"), (other, "ü'%|k", None)])
+    other, _ = await add_entry(store, id="o'1", fact_key="ü'%|k", user_id=None, agent_id="a'1", project_id="p")
+    got = sorted(await ops.current_fact_keys(store, [now, old, gone, plain, other, 10**9]), key=lambda r: r[0])
+    assert got == sorted([(now, "maya|city", "u1", None, None), (other, "ü'%|k", None, "a'1", "p")])
     assert await ops.current_fact_keys(store, []) == []
 
 
