@@ -93,9 +93,10 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     "Where does Maya live?" found "Hi! I live in Toronto ..." (and its session's summary, "Facts: User lives in
     Toronto") above "User just moved to Vancouver last week": the fact was superseded, the texts that stated it
     were not. A text is demoted when the fact now holding the value (the active, not superseded fact of the
-    same key and owners: user, agent, project) is a candidate scoring at least half its score, so the query is about that value; a
-    summary also lists its own session's facts, so one whose session states the new value is left alone. The
-    sources are the superseded fact's session links (the message that stated it, and any that stated it again).
+    same key and owners: user, agent, project) is a candidate scoring at least half its score, so the query is
+    about that value; a summary also lists its own session's facts, so one whose session states the new value is
+    left alone. The sources are the superseded fact's session links (the message that stated it, and any that
+    stated it again).
     Only the candidates' sessions and the candidate facts are read, so the cost follows the candidates, not the
     owner's history: reading every superseded fact of the owner and walking their ``superseded_by`` chains took
     107 ms (SQLite) and 128 ms (PostgreSQL) per find() at 1M entries (6,140 such facts, 8,789 links, chains of
