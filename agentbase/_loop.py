@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 from ._perprocess import PerProcess
 from .errors import AgentBaseError, UsageError
 
-__all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit", "interpreter_exiting"]
+__all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit", "interpreter_exiting", "on_loop"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -127,6 +127,39 @@ def bridged(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
         return await engine_loop().run_async(fn(*args, **kwargs))
 
     return wrapper
+
+
+async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro`` on ``loop``: directly when it is the running loop (or None), else forwarded to it.
+
+    A database's connections, pool and locks belong to the loop that opened it: asyncio's primitives are not
+    thread-safe, so a lock or pool queue touched from a second loop's thread loses wake-ups, and a waiter then
+    sleeps until its timeout or forever (https://docs.python.org/3/library/asyncio-dev.html#concurrency-and-multithreading).
+    Both engines' connections route every use of that state through this function.
+
+    Args:
+        loop: the loop that owns what ``coro`` touches, or None (not opened yet: run here).
+        coro: the coroutine to run.
+
+    Returns:
+        What ``coro`` returns.
+
+    Raises:
+        UsageError: ``loop`` is closed or not running (the database was opened inside an ``asyncio.run()`` that
+            has ended), so nothing forwarded to it would ever run.
+    """
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if loop is None or running is loop:
+        return await coro
+    if loop.is_closed() or not loop.is_running():
+        coro.close()
+        raise UsageError("this database was opened on an event loop that is no longer running (an asyncio.run() "
+                         "that has ended); open it again on the running loop, or use AgentBase, whose calls all "
+                         "run on its own engine loop")
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
 
 _at_exit: weakref.WeakSet[Any] = weakref.WeakSet()

@@ -5,8 +5,9 @@ The same interface as the SQLite :class:`~agentbase.storage.sqlite.connection.Da
 
 - Several writers at once: PostgreSQL runs concurrent transactions (row locks, MVCC), so there is no process-wide
   write lock; the job queue claims with ``FOR UPDATE SKIP LOCKED`` (``storage/postgres/jobs.py``).
-- Every statement runs on a pooled connection (``psycopg_pool.AsyncConnectionPool``) on the engine loop; a
-  transaction keeps its connection until COMMIT.
+- Every statement runs on a pooled connection (``psycopg_pool.AsyncConnectionPool``); a transaction keeps its
+  connection until COMMIT. The pool belongs to the loop that opened it (AgentBase's engine loop): a call from
+  another loop takes and returns its connection there (:func:`agentbase._loop.on_loop`).
 - Durability: a committed transaction is in the WAL (``synchronous_commit = on``); ``durable=False`` sets
   ``synchronous_commit = off`` for that transaction only (survives a client crash, may lose the last few hundred
   milliseconds on a server crash: https://www.postgresql.org/docs/current/wal-async-commit.html).
@@ -15,6 +16,7 @@ The same interface as the SQLite :class:`~agentbase.storage.sqlite.connection.Da
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import sys
@@ -23,6 +25,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ..._loop import on_loop
 from ...errors import ConfigError, SchemaVersionError, StorageError
 from .bm25 import flush_terms
 from .schema import SCHEMA_SQL, SCHEMA_VERSION, UPGRADES
@@ -163,12 +166,14 @@ class PgDatabase:
         url: the connection URL as given (holds the password: never print it; use ``path``).
         path: the URL with its password redacted (what messages and ``stats()["path"]`` show).
         engine: ``"postgres"``.
+        parallel_reads: True: reads awaited together run at once, each on a pooled connection.
         driver: ``"psycopg"``.
         vector_engine: ``"pgvector"``.
         degrade_reason: always None (no fallback index on this engine).
     """
 
     engine = "postgres"
+    parallel_reads = True  # each read takes a pooled connection of its own, so reads awaited together overlap
 
     def __init__(self, url: str, *, busy_timeout_s: float = 30.0, pool_min: int = 1, pool_max: int = 8):
         self.url = url.strip()
@@ -179,6 +184,7 @@ class PgDatabase:
         self.vector_engine = "pgvector"
         self.degrade_reason: str | None = None
         self._pool: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop that opened the pool (see on_loop)
         self._errors: tuple[type[BaseException], ...] = ()
 
     async def _configure(self, conn: Any) -> None:
@@ -199,6 +205,7 @@ class PgDatabase:
         """
         psycopg, psycopg_pool = _driver()
         self._errors = (psycopg.Error, psycopg_pool.PoolTimeout)
+        self._loop = asyncio.get_running_loop()
         try:
             # the schema first, on a connection of its own: pooled connections then all know the vector type
             await self._migrate(psycopg, migrate_to)
@@ -263,16 +270,21 @@ class PgDatabase:
                 database is closed.
             SchemaVersionError: a newer AgentBase upgraded the schema while this process had it open.
         """
-        if self._pool is None:
+        pool = self._pool
+        if pool is None:
             raise StorageError("database is closed")
         try:
-            async with self._pool.connection() as conn:
-                async with conn.transaction():
+            # the pool's queue and lock belong to the loop that opened it: take and return the connection there
+            conn = await on_loop(self._loop, pool.getconn())
+            try:
+                async with conn, conn.transaction():
                     writer = PgWriter(conn)
                     if not durable:
                         await conn.execute("SET LOCAL synchronous_commit = off")
                     yield writer
                     await flush_terms(writer)
+            finally:
+                await on_loop(self._loop, pool.putconn(conn))
         except self._errors as exc:
             raise StorageError(f"write failed on {self.path}: {exc}") from exc
 
@@ -322,7 +334,11 @@ class PgDatabase:
         return await self._read(run)
 
     async def _read(self, run: Any) -> list[tuple]:
-        """``await run(conn)`` on a pooled connection, driver errors as StorageError."""
+        """``await run(conn)`` on a pooled connection, on the loop that opened the pool (see :func:`on_loop`);
+        driver errors as StorageError."""
+        return await on_loop(self._loop, self._read_here(run))
+
+    async def _read_here(self, run: Any) -> list[tuple]:
         if self._pool is None:
             raise StorageError("database is closed")
         try:
@@ -336,7 +352,7 @@ class PgDatabase:
         pool, self._pool = self._pool, None
         if pool is not None:
             with contextlib.suppress(Exception):
-                await pool.close()
+                await on_loop(self._loop, pool.close())
 
 
 async def open_postgres(url: str, *, busy_timeout_s: float = 30.0, pool_min: int = 1, pool_max: int = 8,

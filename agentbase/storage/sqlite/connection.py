@@ -7,7 +7,8 @@ engine loop thread, each on its own connection (see :class:`Writer` and :meth:`D
 stored vectors and the reason is reported (``Database.degrade_reason``).
 
 Concurrency: WAL, ``busy_timeout``, one writer connection per process (serialised by an ``asyncio.Lock``) and a
-separate reader connection, both used on the engine loop thread only; ``BEGIN IMMEDIATE`` and reads are retried on
+separate reader connection, both used on the loop that opened the file (AgentBase's engine loop; a call from another
+loop is forwarded there, see :func:`agentbase._loop.on_loop`); ``BEGIN IMMEDIATE`` and reads are retried on
 SQLITE_BUSY with async sleeps, so several processes can share one file and the loop is never parked on a lock.
 """
 
@@ -24,6 +25,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..._loop import on_loop
 from ...errors import SchemaVersionError, StorageError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlfuncs import register as register_sql_functions
@@ -155,9 +157,11 @@ class Database:
         driver: ``"sqlite3"`` or ``"sqlean"``.
         vector_engine: ``"sqlite-vec"`` or ``"numpy"`` (the fallback).
         degrade_reason: why the fallback is used, or None.
+        parallel_reads: False: every statement runs on the engine loop's thread, one at a time.
     """
 
     engine = "sqlite"  # the engine's name (the PostgreSQL engine's connection says "postgres")
+    parallel_reads = False  # statements run on the engine loop's thread, one at a time
 
     def __init__(self, path: Path, busy_timeout_s: float, vector_engine: str = "auto", synchronous: str = "FULL",
                  mmap_mb: int = 0):
@@ -173,6 +177,7 @@ class Database:
         self.reader: Any = None  # a driver connection, used on the engine loop thread only
         self._vec_failures: list[str] = []
         self._write_lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop that opened the file (see _write_turn)
         self._migrated = False  # set once the file is at this code's schema version (see _check_version)
 
     def _connect_raw(self, busy_ms: int) -> Any:
@@ -207,6 +212,7 @@ class Database:
             SchemaVersionError: the file is newer than this code.
             StorageError: the file cannot be opened (not a database, permissions, ...).
         """
+        self._loop = asyncio.get_running_loop()
         try:
             # The writer sleeps inside SQLite on a lock for at most WRITER_BUSY_MS (it would park the event loop):
             # that covers transient WAL locks, while a write lock held by another process makes BEGIN IMMEDIATE
@@ -308,7 +314,7 @@ class Database:
         """
         if self.writer is None:
             raise StorageError("database is closed")
-        async with self._write_lock:
+        async with self._write_turn():
             writer = Writer(self.writer)
             relaxed = not durable and self.synchronous == "FULL"
             if relaxed:
@@ -343,6 +349,16 @@ class Database:
                     with contextlib.suppress(*DRIVER_ERRORS):
                         await writer.execute("PRAGMA synchronous = FULL")
 
+    @contextlib.asynccontextmanager
+    async def _write_turn(self) -> AsyncIterator[None]:
+        """Hold the process's write lock. Like every asyncio lock it belongs to one loop, the one that opened the
+        file: a transaction from another loop takes and releases it there (:func:`agentbase._loop.on_loop`)."""
+        await on_loop(self._loop, self._write_lock.acquire())
+        try:
+            yield
+        finally:
+            await on_loop(self._loop, _release(self._write_lock))
+
     @property
     def closed(self) -> bool:
         """True before :meth:`open` and after :meth:`close`."""
@@ -376,7 +392,7 @@ class Database:
         if self.reader is None:
             raise StorageError("database is closed")
         try:
-            return await self._retry_busy(lambda: self._read(sql, params))
+            return await on_loop(self._loop, self._retry_busy(lambda: self._read(sql, params)))
         except DRIVER_ERRORS as exc:
             raise StorageError(f"query failed: {exc}") from exc
 
@@ -402,10 +418,18 @@ class Database:
             with contextlib.suppress(Exception):
                 reader.close()
         if writer is not None:
+            loop = self._loop
+            if loop is not None and (loop.is_closed() or not loop.is_running()):
+                writer.close()  # the loop that opened it has ended: no transaction can be in flight on it
+                return
             # Let a transaction in flight finish first.
-            async with self._write_lock:
+            async with self._write_turn():
                 with contextlib.suppress(Exception):
                     writer.close()
+
+
+async def _release(lock: asyncio.Lock) -> None:
+    lock.release()
 
 
 def _split_sql(script: str) -> Iterable[str]:
