@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import time
@@ -37,6 +38,18 @@ class Tracer:
         self.steps.append(TraceStep(name=name, latency_ms=round((now - self._mark) * 1000, 3),
                                     candidates_in=candidates_in, candidates_out=candidates_out, details=details))
         self._mark = now
+
+    def fork(self) -> Tracer:
+        """A tracer for one of several branches that may run concurrently: its steps go to this trace (in the order
+        they end), each timed from the branch's previous step, its first from now. Call :meth:`join` on this
+        tracer once the branches are done."""
+        branch = copy.copy(self)  # shares ``steps``
+        branch._mark = time.perf_counter()
+        return branch
+
+    def join(self) -> None:
+        """After :meth:`fork`'s branches: the next step is timed from now."""
+        self._mark = time.perf_counter()
 
     def finish(self, result_ids: list[str]) -> Trace:
         """Freeze into a :class:`Trace` with the total latency in milliseconds."""

@@ -14,8 +14,9 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from .strategies import (addresses_assistant, apply_strategies, asks_question, a
                          continuations, only_asks, reply_scores, speaker_boost)
 
 __all__ = ["FindParams", "run_find"]
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @dataclass
@@ -138,6 +142,15 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
     return len(stale)
 
 
+async def _both(db: Any, first: Callable[[], Awaitable[A]], second: Callable[[], Awaitable[B]]) -> tuple[A, B]:
+    """``(await first(), await second())``: at once when the engine serves concurrent reads (``db.parallel_reads``:
+    PostgreSQL, each statement on a pooled connection of its own), else one after the other (SQLite runs every
+    statement on the engine loop's thread, so there is nothing to overlap). Either's exception propagates."""
+    if db.parallel_reads:
+        return tuple(await asyncio.gather(first(), second()))  # type: ignore[return-value]
+    return await first(), await second()
+
+
 async def _query_vector(ab: Any, text: str) -> Any:
     """The embedder's query vector for ``text`` (embedded in a thread), checked finite before any engine sees it.
 
@@ -210,15 +223,17 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             where, params = r_where, r_params
         tracer.step("time_only", range_used=where == r_where)
     rankings: dict[str, list[int]] = {}
-    distances: dict[int, float] = {}
-    bm25: dict[int, float] = {}
     degrade = ab.degrade_reason()
     use_vector = p.mode in ("hybrid", "vector") and ab.embedder is not None and ab.vector_error is None
-    if p.mode in ("hybrid", "fts"):
+
+    async def keyword_leg() -> list[tuple[int, float]]:
+        if p.mode not in ("hybrid", "fts"):
+            return []
+        trace = tracer.fork()
         fts, max_rid = await db.ops.keyword.search(db, kept, where, params, n, common=dropped, doc_freqs=counted)
         if max_rid is not None:
             ab.max_rid_hint = max_rid
-        tracer.step("candidates_fts", candidates_out=len(fts), limit=n)
+        trace.step("candidates_fts", candidates_out=len(fts), limit=n)
         if dropped and (len(fts) < top_k_pool or -fts[top_k_pool - 1][1] <= dropped_bound):
             # Also score the entries holding only common terms when too few entries with a rare term pass the
             # filter (the rare term is another owner's), or when one of them could outscore the top_k-th candidate
@@ -231,38 +246,49 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
             rest = await db.ops.keyword.search_common_only(db, kept, dropped, where, params, n, groups=groups,
                                                            doc_freqs=counted)
             fts = sorted(fts + rest, key=lambda pair: (pair[1], pair[0]))[:n]
-            tracer.step("candidates_fts_common_terms", candidates_out=len(fts), limit=n,
-                        dropped_bound=round(dropped_bound, 3), restricted_to=within)
+            trace.step("candidates_fts_common_terms", candidates_out=len(fts), limit=n,
+                       dropped_bound=round(dropped_bound, 3), restricted_to=within)
+        return fts
+
+    async def vector_leg() -> tuple[Any, set[str], Any, list[tuple[int, float]]]:
+        trace = tracer.fork()
+        query_ents = ab.query_extractor.extract(query)
+        owners = await owner_names(db, p.filters) if p.filters.user_id else set()
+        if not use_vector:
+            return query_ents, owners, None, []
+        vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
+                                                             share=cfg.vector_name_share,
+                                                             sample=cfg.vector_name_sample)
+        qvec = await _query_vector(ab, vector_text)
+        trace.step("embed_query", dims=int(len(qvec)), text=vector_text if dropped_names else None,
+                   dropped_names=dropped_names)
+        vec, engine = await knn(db, db.vector_engine, qvec, n, where, params, ab.matrix)
+        trace.step("candidates_vector", candidates_out=len(vec), limit=n, engine=engine)
+        return query_ents, owners, qvec, vec
+
+    # The two legs read nothing of each other: an engine that serves concurrent reads (PostgreSQL: one pooled
+    # connection each) runs them at once; SQLite runs its statements on this thread, so one after the other.
+    fts, (query_ents, owners, qvec, vec) = await _both(db, keyword_leg, vector_leg)
+    tracer.join()
+    if p.mode in ("hybrid", "fts"):
         rankings["fts"] = [rid for rid, _ in fts]
-        bm25 = dict(fts)
-    query_ents = ab.query_extractor.extract(query)
+    bm25: dict[int, float] = dict(fts)
+    if use_vector:
+        rankings["vector"] = [rid for rid, _ in vec]
+    distances: dict[int, float] = dict(vec)
+    if not use_vector and p.mode != "fts":
+        tracer.degrade_reason = degrade
+    if p.mode == "hybrid" and degrade:
+        tracer.degrade_reason = degrade
     # A name the user goes by ("Which marathon is Erin running?" asked of Erin's memory) marks the user's own
     # turns, which say "I": it leaves the entity boost and lends the speaker boost to them. (The embedded text
     # keeps it: the mem0 adapter's threshold reads the cosine of the query as mem0 embeds it.)
     # A user's name typed in lower case ("what does bob like") names the user too, though no entity is found.
     named = {norm_name(e.text) for e in query_ents if e.label not in NON_TAG_LABELS}  # not "May" the month
-    owners = await owner_names(db, p.filters) if p.filters.user_id else set()
     self_named = (named & owners) | names_in_query(query, owners)
 
     def entity_names() -> set[str]:  # the query's entities the boosts read: all but the user's own names
         return {e.text.casefold() for e in query_ents if norm_name(e.text) not in self_named}
-
-    qvec = None
-    if use_vector:
-        vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
-                                                             share=cfg.vector_name_share,
-                                                             sample=cfg.vector_name_sample)
-        qvec = await _query_vector(ab, vector_text)
-        tracer.step("embed_query", dims=int(len(qvec)), text=vector_text if dropped_names else None,
-                    dropped_names=dropped_names)
-        vec, engine = await knn(db, db.vector_engine, qvec, n, where, params, ab.matrix)
-        rankings["vector"] = [rid for rid, _ in vec]
-        distances = dict(vec)
-        tracer.step("candidates_vector", candidates_out=len(vec), limit=n, engine=engine)
-    elif p.mode != "fts":
-        tracer.degrade_reason = degrade
-    if p.mode == "hybrid" and degrade:
-        tracer.degrade_reason = degrade
 
     if cfg.weight_temporal > 0 and in_span and tr.absolute and not time_only and p.mode in ("hybrid", "fts"):
         # A calendar date the question names ("on 3 June, 2023", "the week before August 3, 2023", "between May
@@ -271,10 +297,18 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         # alone ("recently", "last weekend") only re-weight (strategies): how far back they reach is a guess. An
         # open or long range ("before 2020", "in 2021 and in 2023") narrows nothing worth a third and fourth search.
         r_where, r_params = _ranged(p.filters, tr).where("e", db.ops)
-        in_range, _ = await db.ops.keyword.search(db, tokens, r_where, r_params, n)
+
+        async def keyword_in_range() -> list[tuple[int, float]]:
+            return (await db.ops.keyword.search(db, tokens, r_where, r_params, n))[0]
+
+        async def vector_in_range() -> list[tuple[int, float]] | None:
+            if qvec is None:
+                return None
+            return (await knn(db, db.vector_engine, qvec, n, r_where, r_params, ab.matrix))[0]
+
+        in_range, vec_in_range = await _both(db, keyword_in_range, vector_in_range)
         rankings["temporal"] = [rid for rid, _ in in_range]
-        if qvec is not None:
-            vec_in_range, _ = await knn(db, db.vector_engine, qvec, n, r_where, r_params, ab.matrix)
+        if vec_in_range is not None:
             rankings["temporal_vector"] = [rid for rid, _ in vec_in_range]
         tracer.step("candidates_temporal", candidates_out=len(in_range), limit=n,
                     vector_candidates_out=len(rankings.get("temporal_vector", ())))
