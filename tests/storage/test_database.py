@@ -175,7 +175,7 @@ def _make_version(con: sqlite3.Connection, version: int) -> None:
     tables) and 11 (the superseded-facts index) added removed;
     commits and closes ``con``."""
     con.execute("DELETE FROM schema_version WHERE version > ?", (version,))
-    con.execute("DROP INDEX ix_entries_superseded_facts")  # version 11
+    con.execute("DROP INDEX IF EXISTS ix_entries_superseded_facts")  # version 11 (12 drops it again)
     for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):  # version 10
         con.execute(f"DROP TABLE {table}")
     con.execute("DROP INDEX ix_links_turn_seq")

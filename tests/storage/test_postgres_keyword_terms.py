@@ -12,6 +12,7 @@ from agentbase.embeddings import HashEmbedder
 from agentbase.storage import SCHEMA_VERSION
 
 _TRUTH = "SELECT u.lexeme, count(*) FROM entries e CROSS JOIN LATERAL unnest(e.fts) AS u GROUP BY 1"
+_FTS_STORAGE = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'entries'::regclass AND attname = 'fts'"
 _KEPT = "SELECT lexeme, SUM(docs) FROM keyword_terms GROUP BY 1 HAVING SUM(docs) <> 0"
 
 
@@ -79,10 +80,11 @@ async def test_a_version_10_database_is_upgraded(pg_url):
     await ab.initialize()
     await ab.add_memory("Harbour cranes unload containers at night", user_id="u1")
     await ab.add_memory("Containers wait at the harbour", user_id="u1")
-    async with ab.db.transaction() as conn:  # what the version-10 schema lacked
+    async with ab.db.transaction() as conn:  # what the version-10 schema lacked, and how it stored fts
         await conn.execute("DROP TABLE keyword_terms")
-        for index in ("ix_entries_superseded_facts", "ix_entries_id_prefix", "ix_traces_id_prefix"):
+        for index in ("ix_entries_id_prefix", "ix_traces_id_prefix"):
             await conn.execute(f"DROP INDEX {index}")
+        await conn.execute("ALTER TABLE entries ALTER COLUMN fts SET STORAGE EXTENDED")
         await conn.execute("DELETE FROM schema_version")
         await conn.execute("INSERT INTO schema_version(version) VALUES (10)")
     await ab.close()
@@ -91,12 +93,45 @@ async def test_a_version_10_database_is_upgraded(pg_url):
     try:
         assert (await again.stats())["schema_version"] == SCHEMA_VERSION
         assert (await _counts_hold(again))["contain"] == 2
-        for index in ("ix_entries_superseded_facts", "ix_entries_id_prefix", "ix_traces_id_prefix"):
+        for index in ("ix_entries_id_prefix", "ix_traces_id_prefix"):
             assert await again.db.fetchone("SELECT to_regclass(%s) IS NOT NULL", (index,)) == (True,)
+        # version 11 added the superseded-facts index, version 12 dropped it and keeps fts in the row
+        assert await again.db.fetchone("SELECT to_regclass('ix_entries_superseded_facts')") == (None,)
+        assert await again.db.fetchone(_FTS_STORAGE) == ("m",)
         found = await again.find("harbour containers", user_id="u1", mode="fts")
         assert len(found) == 2
     finally:
         await again.close()
+
+
+async def test_a_long_entrys_tsvector_stays_in_its_row(pg_url):
+    # A row over the 2 KB TOAST threshold moves its largest columns out of line; the keyword leg reads fts of every
+    # candidate, so fts stays in the row (STORAGE MAIN, schema 12) and the display text moves out instead.
+    # pg_column_toast_chunk_id (PostgreSQL 17+) is NULL for a value stored in the row.
+    ab = _open(pg_url)
+    await ab.initialize()
+    try:
+        text = " ".join(f"word{i} courier parcel depot" for i in range(160))  # about 3.5 KB, 160+ lexemes
+        entry = await ab.add_memory(text, user_id="u1")
+        row = await ab.db.fetchone("SELECT pg_column_toast_chunk_id(fts) IS NULL, "
+                                   "pg_column_toast_chunk_id(l2_full) IS NULL, pg_column_size(fts) FROM entries "
+                                   "WHERE id = %s", (entry.id,))
+        assert row[2] > 1000  # a tsvector large enough that EXTENDED storage moved it out
+        assert row[:2] == (True, False)
+        assert await ab.db.fetchone(_FTS_STORAGE) == ("m",)
+        assert [r.entry.id for r in await ab.find("courier word7", user_id="u1", mode="fts")] == [entry.id]
+        # a row written under schema 11's storage moves fts into the row once reindex rewrites it
+        async with ab.db.transaction() as conn:
+            await conn.execute("ALTER TABLE entries ALTER COLUMN fts SET STORAGE EXTENDED")
+        old = await ab.add_memory(text + " ferry", user_id="u1")
+        async with ab.db.transaction() as conn:
+            await conn.execute("ALTER TABLE entries ALTER COLUMN fts SET STORAGE MAIN")
+        inline = "SELECT pg_column_toast_chunk_id(fts) IS NULL FROM entries WHERE id = %s"
+        assert await ab.db.fetchone(inline, (old.id,)) == (False,)
+        await ab.reindex()
+        assert await ab.db.fetchone(inline, (old.id,)) == (True,)
+    finally:
+        await ab.close()
 
 
 async def test_bm25_from_the_kept_counts_equals_fts5(pg_url, tmp_path):

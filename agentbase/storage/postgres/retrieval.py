@@ -99,7 +99,7 @@ async def superseded_fact_links(c: Any, session_ids: Sequence[str],
         return []
     # From the sessions' links to their entries, one id lookup each: OFFSET 0 keeps the LATERAL subquery from
     # being flattened into a join that the planner drove from every superseded fact of the owner (the partial
-    # index ix_entries_superseded_facts: 48 ms at 1M entries, 20 ms this way).
+    # index ix_entries_superseded_facts of schema 11, since dropped: 48 ms at 1M entries, 20 ms this way).
     return await c.fetchall(
         "SELECT f.id, f.fact_key, f.user_id, f.agent_id, f.project_id, l.session_id, l.message_seq "
         "FROM session_memory_links l CROSS JOIN LATERAL (SELECT e.id, e.fact_key, e.user_id, e.agent_id, "

@@ -77,7 +77,7 @@ async def superseded_fact_links(c: Any, session_ids: Sequence[str],
     if not session_ids:
         return []
     # CROSS JOIN fixes the order (https://www.sqlite.org/optoverview.html#crossjoin): from the sessions' links to
-    # their entries. Left to itself SQLite started from the owner's superseded facts (ix_entries_superseded_facts,
+    # their entries. Left to itself SQLite started from the owner's superseded facts (schema 11's partial index,
     # every one of them: 340 ms at 1M entries) and looked each one's links up; this way 28 ms cold.
     return await c.fetchall(
         "SELECT e.id, e.fact_key, e.user_id, e.agent_id, e.project_id, l.session_id, l.message_seq "

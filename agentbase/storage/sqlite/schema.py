@@ -365,12 +365,17 @@ CREATE TABLE checkpoint_writes (
 # made on each query (74 ms of one user's 100k entries without it, 1.9 ms with it; with it still 107 ms at 1M).
 # find() now reads only the candidates' sessions' fact links (retrieval.superseded_fact_links), so no statement
 # needs the index any more (both engines' planners even preferred it to a better plan, which those statements now
-# pin); it holds only the superseded facts (0.6 % of the rows at 1M) and is kept, as dropping it would be a schema
-# version of its own. The PostgreSQL engine's v11 adds the same index and its keyword_terms table
+# pin), so version 12 drops it. The PostgreSQL engine's v11 adds the same index and its keyword_terms table
 # (storage/postgres/schema.py).
 _V11 = """
 CREATE INDEX ix_entries_superseded_facts ON entries(user_id) WHERE fact_key IS NOT NULL AND superseded_by IS NOT NULL;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11]
+# v12: the superseded-facts index of v11 goes (no statement reads it). The PostgreSQL engine's v12 also keeps each
+# entry's tsvector in its heap row (storage/postgres/schema.py).
+_V12 = """
+DROP INDEX IF EXISTS ix_entries_superseded_facts;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12]
 SCHEMA_VERSION = len(MIGRATIONS)
