@@ -145,9 +145,14 @@ async def _superseded_sources(db: Any, cands: dict[int, dict[str, Any]], filters
 async def _both(db: Any, first: Callable[[], Awaitable[A]], second: Callable[[], Awaitable[B]]) -> tuple[A, B]:
     """``(await first(), await second())``: at once when the engine serves concurrent reads (``db.parallel_reads``:
     PostgreSQL, each statement on a pooled connection of its own), else one after the other (SQLite runs every
-    statement on the engine loop's thread, so there is nothing to overlap). Either's exception propagates."""
+    statement on the engine loop's thread, so there is nothing to overlap). Either's exception propagates (the
+    first's when both fail), once both have finished, so no statement is left running after the call."""
     if db.parallel_reads:
-        return tuple(await asyncio.gather(first(), second()))  # type: ignore[return-value]
+        a, b = await asyncio.gather(first(), second(), return_exceptions=True)
+        for outcome in (a, b):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return a, b  # type: ignore[return-value]
     return await first(), await second()
 
 

@@ -31,13 +31,21 @@ async def test_the_legs_overlap_only_where_the_engine_serves_concurrent_reads(st
     assert overlapped is store.parallel_reads is (store.engine == "postgres")
 
 
-async def test_a_failing_leg_raises_on_both_engines(store):
+async def test_a_failing_leg_raises_once_the_other_has_finished(store):
+    finished: list[str] = []
+
     async def fails() -> None:
         raise ValueError("leg failed")
 
     async def reads() -> list[tuple]:
-        return await store.fetchall("SELECT 3")
+        rows = await store.fetchall("SELECT 3")
+        await asyncio.sleep(0.05)
+        finished.append("reads")
+        return rows
 
     for pair in ((fails, reads), (reads, fails)):
+        finished.clear()
         with pytest.raises(ValueError, match="leg failed"):
             await _both(store, *pair)
+        # no statement of the other leg is left running (sequentially, a failing first leg never starts it)
+        assert finished == ([] if pair[0] is fails and not store.parallel_reads else ["reads"])
