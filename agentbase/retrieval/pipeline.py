@@ -264,6 +264,7 @@ async def run_find(ab: Any, p: FindParams) -> list[SearchResult]:
         vector_text, dropped_names = await vector_query_text(db, query, query_ents, p.filters,
                                                              share=cfg.vector_name_share,
                                                              sample=cfg.vector_name_sample)
+        trace.step("query_names", owner_names=len(owners))
         qvec = await _query_vector(ab, vector_text)
         trace.step("embed_query", dims=int(len(qvec)), text=vector_text if dropped_names else None,
                    dropped_names=dropped_names)

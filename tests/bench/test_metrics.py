@@ -92,3 +92,18 @@ def test_mean_and_percentile():
     assert percentile([1.0, 2.0, 3.0, 4.0], 95) == pytest.approx(3.85)
     assert percentile([7.0], 95) == 7.0
     assert percentile([], 50) is None
+
+
+def test_the_embedding_counts_only_where_it_is_on_the_critical_path():
+    from agentbase.models import TraceStep
+    from benchmarks.perf import embedding_on_path
+
+    def steps(**ms: float) -> list[TraceStep]:
+        return [TraceStep(name=name, latency_ms=v) for name, v in ms.items()]
+
+    both = steps(candidates_fts=10.0, candidates_fts_common_terms=20.0, query_names=1.0, embed_query=4.0,
+                 candidates_vector=8.0)
+    assert embedding_on_path(both, 4.0, parallel=False) == 4.0  # one leg after the other: all of it
+    assert embedding_on_path(both, 4.0, parallel=True) == 0.0  # hidden behind the 30 ms keyword leg
+    slow_vector = steps(candidates_fts=10.0, query_names=1.0, embed_query=6.0, candidates_vector=8.0)
+    assert embedding_on_path(slow_vector, 6.0, parallel=True) == 5.0  # 15 ms path -> 10 ms without it
