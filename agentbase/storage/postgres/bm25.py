@@ -139,23 +139,24 @@ async def ranked(c: Any, scored: dict[str, float], match: list[str], where: str,
     narrow = " AND e.fts @@ %s::tsquery" if within else ""
     drop = " AND NOT (e.fts @@ %s::tsquery)" if exclude else ""
     lexemes = list(scored)
+    # Each candidate is scored by a subquery over its query lexemes only: setweight marks them 'A' and ts_filter
+    # keeps those (both in C), which halved the statement against unnesting every lexeme of every candidate (68 ->
+    # 35 ms, 3.6k rows); each lexeme's idf is read from the array by position, and the candidates are not
+    # materialised first: 14 % less time than a join with the (lexeme, idf) pairs over a materialised candidate
+    # list (100k entries, 50 queries: 305 against 357 ms). The sum runs in the tsvector's lexeme order either way.
     sql = (
-        "WITH q(lex, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
-        f"cand AS MATERIALIZED (SELECT e.rid, e.doc_len, e.fts FROM entries e WHERE e.fts @@ %s::tsquery{narrow}{drop} "
-        f"AND {where}) "
-        "SELECT c.rid, trunc(-SUM(q.idf * cardinality(u.positions) * %s "
-        "/ (cardinality(u.positions) + %s * (1 - %s + %s * c.doc_len / %s))) * %s)::bigint AS s "
-        # only the query's lexemes are unnested: setweight marks them 'A' and ts_filter keeps those (both in C),
-        # which halved the statement against unnesting every lexeme of every candidate (68 -> 35 ms, 3.6k rows)
-        "FROM cand c CROSS JOIN LATERAL unnest(ts_filter(setweight(c.fts, 'A', %s::text[]), '{a}')) u "
-        "JOIN q ON q.lex = u.lexeme "
-        "GROUP BY c.rid ORDER BY s, c.rid LIMIT %s")
+        "SELECT e.rid, (SELECT trunc(-SUM((%s::float8[])[array_position(%s::text[], u.lexeme)] "
+        "* cardinality(u.positions) * %s / (cardinality(u.positions) + %s * (1 - %s + %s * e.doc_len / %s))) * %s)"
+        "::bigint FROM unnest(ts_filter(setweight(e.fts, 'A', %s::text[]), '{a}')) u) AS s "
+        f"FROM entries e WHERE e.fts @@ %s::tsquery{narrow}{drop} AND {where} "
+        "ORDER BY s, e.rid LIMIT %s")
     sql = f"SELECT r.rid, r.s, (SELECT COALESCE(MAX(rid), 0) FROM entries) FROM ({sql}) r ORDER BY r.s, r.rid"
-    args: list[Any] = [lexemes, [scored[x] for x in lexemes], match]
+    args: list[Any] = [[scored[x] for x in lexemes], lexemes, K1 + 1.0, K1, B, B, float(avgdl), float(scale), lexemes,
+                       match]
     if within:
         args.append(within)
     if exclude:
         args.append(exclude)
-    args += [*params, K1 + 1.0, K1, B, B, float(avgdl), float(scale), lexemes, int(n)]
+    args += [*params, int(n)]
     rows = await c.fetchall(sql, args)
     return [(int(r[0]), int(r[1])) for r in rows], (int(rows[0][2]) if rows else None)
