@@ -129,7 +129,8 @@ def bridged(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     return wrapper
 
 
-async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, Any, T]) -> T:
+async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, Any, T], *,
+                  undo: Callable[[T], Coroutine[Any, Any, Any]] | None = None, finish: bool = False) -> T:
     """Await ``coro`` on ``loop``: directly when it is the running loop (or None), else forwarded to it.
 
     A database's connections, pool and locks belong to the loop that opened it: asyncio's primitives are not
@@ -137,9 +138,16 @@ async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, A
     sleeps until its timeout or forever (https://docs.python.org/3/library/asyncio-dev.html#concurrency-and-multithreading).
     Both engines' connections route every use of that state through this function.
 
+    Cancelling the caller of a forwarded call cancels it there too, unless it takes or gives back a resource:
+    with ``undo`` (taking one: a lock, a pooled connection) the call is left to finish and, if it got the
+    resource, ``undo(result)`` gives it back on ``loop``; with ``finish`` (giving one back) the call is left to
+    finish. Without them a cancelled caller could leave the lock held or the connection lost for good.
+
     Args:
         loop: the loop that owns what ``coro`` touches, or None (not opened yet: run here).
         coro: the coroutine to run.
+        undo: for a call that acquires something, what releases it (a coroutine function of the result).
+        finish: for a call that releases something: never cancel it.
 
     Returns:
         What ``coro`` returns.
@@ -159,7 +167,19 @@ async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, A
         raise UsageError("this database was opened on an event loop that is no longer running (an asyncio.run() "
                          "that has ended); open it again on the running loop, or use AgentBase, whose calls all "
                          "run on its own engine loop")
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+    forwarded = asyncio.run_coroutine_threadsafe(coro, loop)
+    if undo is None and not finish:
+        return await asyncio.wrap_future(forwarded)
+    try:
+        return await asyncio.shield(asyncio.wrap_future(forwarded))
+    except asyncio.CancelledError:
+        if undo is not None:
+            def give_back(done: Any) -> None:  # runs on ``loop``'s thread, or here when already done
+                if not done.cancelled() and done.exception() is None:
+                    asyncio.run_coroutine_threadsafe(undo(done.result()), loop)
+
+            forwarded.add_done_callback(give_back)
+        raise
 
 
 _at_exit: weakref.WeakSet[Any] = weakref.WeakSet()

@@ -275,7 +275,7 @@ class PgDatabase:
             raise StorageError("database is closed")
         try:
             # the pool's queue and lock belong to the loop that opened it: take and return the connection there
-            conn = await on_loop(self._loop, pool.getconn())
+            conn = await on_loop(self._loop, pool.getconn(), undo=pool.putconn)
             try:
                 async with conn, conn.transaction():
                     writer = PgWriter(conn)
@@ -284,7 +284,7 @@ class PgDatabase:
                     yield writer
                     await flush_terms(writer)
             finally:
-                await on_loop(self._loop, pool.putconn(conn))
+                await on_loop(self._loop, pool.putconn(conn), finish=True)
         except self._errors as exc:
             raise StorageError(f"write failed on {self.path}: {exc}") from exc
 
@@ -336,6 +336,8 @@ class PgDatabase:
     async def _read(self, run: Any) -> list[tuple]:
         """``await run(conn)`` on a pooled connection, on the loop that opened the pool (see :func:`on_loop`);
         driver errors as StorageError."""
+        if self._pool is None:
+            raise StorageError("database is closed")
         return await on_loop(self._loop, self._read_here(run))
 
     async def _read_here(self, run: Any) -> list[tuple]:

@@ -353,11 +353,12 @@ class Database:
     async def _write_turn(self) -> AsyncIterator[None]:
         """Hold the process's write lock. Like every asyncio lock it belongs to one loop, the one that opened the
         file: a transaction from another loop takes and releases it there (:func:`agentbase._loop.on_loop`)."""
-        await on_loop(self._loop, self._write_lock.acquire())
+        lock = self._write_lock
+        await on_loop(self._loop, lock.acquire(), undo=lambda _: _release(lock))
         try:
             yield
         finally:
-            await on_loop(self._loop, _release(self._write_lock))
+            await on_loop(self._loop, _release(lock), finish=True)
 
     @property
     def closed(self) -> bool:

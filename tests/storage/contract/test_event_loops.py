@@ -6,6 +6,8 @@ timeout or forever. Both engines, with one pooled connection on PostgreSQL so th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import random
 import threading
 
 import pytest
@@ -65,6 +67,59 @@ def test_a_transaction_from_another_loop_waits_its_turn(engine, tmp_path, reques
     finally:
         finished.set()
         engine_.run_sync(db.close())
+
+
+def test_cancelled_transactions_from_another_loop_give_back_the_lock_or_connection(engine, tmp_path, request):
+    # A transaction cancelled while its lock (SQLite) or pooled connection (PostgreSQL, a pool of one) was being
+    # taken on the engine loop: the engine loop finishes taking it, and must give it back.
+    engine_ = engine_loop()
+    url = _target(engine, tmp_path, request)
+
+    async def open_small():
+        if engine == "sqlite":
+            return await open_database(tmp_path / "cancel.db")
+        from agentbase.storage.postgres.connection import open_postgres
+
+        return await open_postgres(url, pool_min=1, pool_max=1, busy_timeout_s=3.0)
+
+    db = engine_.run_sync(open_small())
+
+    async def free() -> bool:  # on the engine loop: nobody holds the lock / the one connection
+        if engine == "sqlite":
+            return not db._write_lock.locked()
+        return db._pool.get_stats().get("pool_available", 0) == 1
+
+    async def storm() -> list[int]:
+        rng, leaked = random.Random(1), []
+        for i in range(300):
+            async def write() -> None:
+                async with db.transaction() as c:
+                    await c.ops.meta.set_value(c, "k", str(i))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(write(), rng.random() * 0.003)
+            for _ in range(50):  # a hand-back in flight arrives within moments
+                if await on_loop(engine_.loop, free()):
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                leaked.append(i)
+        return leaked
+
+    try:
+        got: list[list[int]] = []
+        other = threading.Thread(target=lambda: got.append(asyncio.run(storm())), daemon=True)
+        other.start()
+        other.join(120)
+        assert got == [[]], f"lock or connection never given back after cancelled transactions: {got}"
+
+        async def write_after() -> str | None:
+            async with db.transaction() as c:
+                await c.ops.meta.set_value(c, "after", "1")
+            return await db.ops.meta.get_value(db, "after")
+
+        assert engine_.run_sync(asyncio.wait_for(write_after(), 10), 20) == "1"
+    finally:
+        engine_.run_sync(asyncio.wait_for(db.close(), 10), 20)  # bounded: a lock never given back blocks close
 
 
 async def test_a_database_whose_loop_has_ended_refuses_clearly(engine, tmp_path, request):
