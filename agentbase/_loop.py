@@ -135,7 +135,8 @@ async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, A
 
     A database's connections, pool and locks belong to the loop that opened it: asyncio's primitives are not
     thread-safe, so a lock or pool queue touched from a second loop's thread loses wake-ups, and a waiter then
-    sleeps until its timeout or forever (https://docs.python.org/3/library/asyncio-dev.html#concurrency-and-multithreading).
+    sleeps until its timeout or forever
+    (https://docs.python.org/3/library/asyncio-dev.html#concurrency-and-multithreading).
     Both engines' connections route every use of that state through this function.
 
     Cancelling the caller of a forwarded call cancels it there too, unless it takes or gives back a resource:

@@ -13,8 +13,8 @@ import asyncio
 import dataclasses
 import itertools
 import math
-from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
