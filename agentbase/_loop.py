@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 from ._perprocess import PerProcess
 from .errors import AgentBaseError, UsageError
 
-__all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit", "interpreter_exiting", "on_loop"]
+__all__ = ["EngineLoop", "bridged", "engine_loop", "flush_at_exit", "interpreter_exiting", "loop_ended", "on_loop"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -129,6 +129,12 @@ def bridged(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     return wrapper
 
 
+def loop_ended(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """True when ``loop`` is closed or no longer running (an ``asyncio.run()`` that has returned), so nothing
+    handed to it would run; False for None (nothing opened yet) and for a running loop."""
+    return loop is not None and (loop.is_closed() or not loop.is_running())
+
+
 async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, Any, T], *,
                   undo: Callable[[T], Coroutine[Any, Any, Any]] | None = None, finish: bool = False) -> T:
     """Await ``coro`` on ``loop``: directly when it is the running loop (or None), else forwarded to it.
@@ -163,7 +169,7 @@ async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Coroutine[Any, A
         running = None
     if loop is None or running is loop:
         return await coro
-    if loop.is_closed() or not loop.is_running():
+    if loop_ended(loop):
         coro.close()
         raise UsageError("this database was opened on an event loop that is no longer running (an asyncio.run() "
                          "that has ended); open it again on the running loop, or use AgentBase, whose calls all "

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._loop import on_loop
+from ..._loop import loop_ended, on_loop
 from ...errors import SchemaVersionError, StorageError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlfuncs import register as register_sql_functions
@@ -419,8 +419,7 @@ class Database:
             with contextlib.suppress(Exception):
                 reader.close()
         if writer is not None:
-            loop = self._loop
-            if loop is not None and (loop.is_closed() or not loop.is_running()):
+            if loop_ended(self._loop):
                 writer.close()  # the loop that opened it has ended: no transaction can be in flight on it
                 return
             # Let a transaction in flight finish first.
