@@ -71,8 +71,11 @@ async def vec_table_exists(c: Any) -> bool:
 
 async def reset_vectors(conn: Any, dims: int, model_id: str) -> None:
     """Drop every stored vector (the ``embeddings`` rows and their HNSW index) and record ``dims`` and ``model_id``
-    as the vectors' new dimension and model; the first vector written creates the index again."""
-    await conn.execute("DELETE FROM embeddings")
+    as the vectors' new dimension and model; the first vector written creates the index again.
+
+    TRUNCATE, not DELETE: an index built later in the same transaction (``vectors.create_index``, as ``reindex``
+    does) would still index the rows a DELETE removed, and cast the old model's vectors to the new dimension."""
+    await conn.execute("TRUNCATE embeddings")
     await conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
     await conn.execute("DELETE FROM meta WHERE key IN ('vector_dims', 'vector_model')")
     await conn.execute("INSERT INTO meta(key, value) VALUES ('vector_dims', %s), ('vector_model', %s)",

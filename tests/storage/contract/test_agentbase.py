@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentbase import NotFoundError, ValidationError
+from agentbase import AgentBase, NotFoundError, ValidationError, load_settings
+from agentbase.embeddings import HashEmbedder
 
 
 async def test_entries_round_trip_with_history(ab):
@@ -98,3 +99,24 @@ async def test_id_prefix_lookups_in_code_point_order(ab):
     await ab.flush()
     trace_id = (await ab.get_trace(found[0].trace_id)).id
     assert await ab.trace_ids_with_prefix(trace_id[:8]) == [trace_id]
+
+
+async def test_reindex_moves_to_an_embedder_of_another_dimension(engine, tmp_path, request):
+    # the degrade message for a new embedder's dimension tells the user to run reindex: it must work on both engines
+    target = tmp_path / "dims.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
+    old = AgentBase(target, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=64))
+    await old.initialize()
+    kept = [await old.add_memory(f"parcel {i} left the depot", user_id="u") for i in range(3)]
+    await old.flush()
+    await old.close()
+    new = AgentBase(target, settings=load_settings(ner="regex"), embedder=HashEmbedder(dims=96))
+    await new.initialize()
+    try:
+        assert (await new.reindex())["jobs"] == 3
+        await new.flush()
+        stats = await new.stats()
+        assert stats["vector_dims"] == 96 and stats["embeddings"] == 3 and stats["degrade_reason"] is None
+        found = await new.find("parcel depot", user_id="u", mode="vector", top_k=5)
+        assert {r.entry.id for r in found} == {e.id for e in kept}
+    finally:
+        await new.close()
